@@ -1,0 +1,183 @@
+"""The ASGI application: routes that parse input, call one Brain method and format the answer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Annotated, Any
+
+import orjson
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import Response, StreamingResponse
+
+from nexusbrain import __version__, views
+from nexusbrain.api.errors import install_error_handlers
+from nexusbrain.api.guard import Guard, ServerSettings
+from nexusbrain.api.schemas import ConversationIn, FiltersIn, MarkdownIn, MemoryIn, RecallIn
+from nexusbrain.brain import Brain
+from nexusbrain.errors import InvalidInput
+from nexusbrain.ingest.conversation import sessions_from_json
+from nexusbrain.records import SearchFilters
+from nexusbrain.retrieval.filters import make_filters
+
+DESCRIPTION = (
+    "Local-first memory and knowledge server. Every search hit carries its source, span and a "
+    'trace of why it ranked. Errors come as `{"error": {"code", "message"}}`.'
+)
+
+
+class JSONResponse(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+def _filters(body: FiltersIn | None) -> SearchFilters:
+    return make_filters(**body.model_dump()) if body else SearchFilters()
+
+
+def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
+    app = FastAPI(
+        title="nexusbrain",
+        version=__version__,
+        description=DESCRIPTION,
+        default_response_class=JSONResponse,
+    )
+    install_error_handlers(app)
+    app.add_middleware(Guard, settings=settings or ServerSettings())
+    app.state.brain = brain
+    _system_routes(app, brain)
+    _ingest_routes(app, brain)
+    _search_routes(app, brain)
+    _document_routes(app, brain)
+    return app
+
+
+def _system_routes(app: FastAPI, brain: Brain) -> None:
+    @app.get("/health", tags=["system"])
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/version", tags=["system"])
+    def version() -> dict[str, Any]:
+        return {"version": __version__, "schema": brain.stats().store.schema_version}
+
+    @app.get("/stats", tags=["system"])
+    def stats() -> dict[str, Any]:
+        return views.stats(brain.stats())
+
+    @app.get("/export", tags=["system"], response_class=StreamingResponse)
+    def export() -> StreamingResponse:
+        def lines() -> Iterator[bytes]:
+            for record in brain.export():
+                yield orjson.dumps(record) + b"\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    @app.post("/import", tags=["system"])
+    async def import_(request: Request) -> dict[str, Any]:
+        records = [record async for record in _ndjson(request)]
+        return views.import_result(brain.import_records(records))
+
+
+async def _ndjson(request: Request) -> AsyncIterator[dict[str, Any]]:
+    buffer = b""
+    line_number = 0
+    async for piece in request.stream():
+        buffer += piece
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            line_number += 1
+            if line.strip():
+                yield _record(line, line_number)
+    if buffer.strip():
+        yield _record(buffer, line_number + 1)
+
+
+def _record(line: bytes, number: int) -> dict[str, Any]:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidInput(f"import line {number} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"import line {number} is not a JSON object")
+    return value
+
+
+def _ingest_routes(app: FastAPI, brain: Brain) -> None:
+    @app.post("/ingest/markdown", tags=["ingest"])
+    def ingest_markdown(body: MarkdownIn) -> dict[str, Any]:
+        result = brain.ingest_markdown(
+            body.content,
+            title=body.title,
+            uri=body.uri,
+            domain=body.domain,
+            metadata=body.metadata,
+        )
+        return views.write_result(result)
+
+    @app.post("/add", tags=["ingest"])
+    def add(body: MemoryIn) -> dict[str, Any]:
+        result = brain.add_memory(body.text, source=body.source, domain=body.domain, tags=body.tags)
+        return views.write_result(result)
+
+    @app.post("/ingest/conversation", tags=["ingest"])
+    def ingest_conversation(body: ConversationIn) -> dict[str, Any]:
+        sessions = sessions_from_json([s.model_dump(exclude_none=True) for s in body.sessions])
+        results = brain.ingest_conversation(
+            sessions, domain=body.domain, index_roles=body.index_roles
+        )
+        return {"results": [views.write_result(r) for r in results]}
+
+
+def _search_routes(app: FastAPI, brain: Brain) -> None:
+    @app.get("/search", tags=["retrieval"])
+    def search(
+        q: Annotated[str, Query(description="natural-language query")],
+        k: Annotated[int, Query(ge=1, le=1000)] = 10,
+        domain: str | None = None,
+        path_prefix: str | None = None,
+        document_id: int | None = None,
+        kind: str | None = None,
+        updated_after: str | None = None,
+        updated_before: str | None = None,
+        best_per_document: bool = False,
+    ) -> dict[str, Any]:
+        filters = make_filters(
+            domain=domain,
+            path_prefix=path_prefix,
+            document_id=document_id,
+            kind=kind,
+            updated_after=updated_after,
+            updated_before=updated_before,
+        )
+        hits = brain.search(q, k=k, filters=filters, best_per_document=best_per_document)
+        return {"query": q, "k": k, "hits": [views.hit(h) for h in hits]}
+
+    @app.post("/recall", tags=["retrieval"])
+    def recall(body: RecallIn) -> dict[str, Any]:
+        result = brain.recall(
+            body.query, k=body.k, budget_tokens=body.budget_tokens, filters=_filters(body.filters)
+        )
+        return views.recall(result)
+
+
+def _document_routes(app: FastAPI, brain: Brain) -> None:
+    @app.get("/documents", tags=["documents"])
+    def find_document(uri: str, chunks: bool = False) -> dict[str, Any]:
+        document = brain.find_document(uri)
+        return views.document(document, brain.document_chunks(document.id) if chunks else None)
+
+    @app.get("/documents/{document_id}", tags=["documents"])
+    def get_document(document_id: int, chunks: bool = False) -> dict[str, Any]:
+        document = brain.get_document(document_id)
+        return views.document(document, brain.document_chunks(document_id) if chunks else None)
+
+    @app.get("/documents/{document_id}/history", tags=["documents"])
+    def document_history(document_id: int) -> dict[str, Any]:
+        return {"id": document_id, "revisions": brain.document_history(document_id)}
+
+    @app.delete("/documents/{document_id}", tags=["documents"])
+    def delete_document(document_id: int) -> dict[str, Any]:
+        retired = brain.delete_document(document_id)
+        return {"id": document_id, "status": "retired" if retired else "already_retired"}

@@ -1,0 +1,87 @@
+"""One error shape for every failure: `{"error": {"code": ..., "message": ...}}`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException
+
+from nexusbrain.errors import (
+    BrainError,
+    ConfigError,
+    Conflict,
+    InvalidInput,
+    MissingExtra,
+    NotFound,
+    StorageError,
+    TooLarge,
+)
+
+log = logging.getLogger(__name__)
+
+STATUS: dict[type[BrainError], int] = {
+    NotFound: 404,
+    TooLarge: 413,
+    InvalidInput: 400,
+    Conflict: 409,
+    ConfigError: 500,
+    MissingExtra: 501,
+    StorageError: 500,
+}
+_HTTP_CODES = {
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    429: "rate_limited",
+}
+
+
+def error_response(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    body = orjson.dumps({"error": {"code": code, "message": message}})
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def status_of(exc: BrainError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(BrainError)
+    async def brain_error(_: Request, exc: BrainError) -> Response:
+        status = status_of(exc)
+        if status >= 500:
+            log.error("%s: %s", exc.code, exc.message)
+        return error_response(status, exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> Response:
+        return error_response(422, "invalid_input", _validation_message(exc))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> Response:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, code, str(exc.detail), exc.headers)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> Response:
+        log.exception("unexpected error")
+        return error_response(500, "internal_error", f"internal error: {type(exc).__name__}")

@@ -1,0 +1,65 @@
+"""Request bodies: where untrusted input enters, pydantic checks it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FiltersIn(Strict):
+    domain: str | None = None
+    path_prefix: str | None = None
+    document_id: int | None = None
+    kind: str | None = None
+    updated_after: str | None = None
+    updated_before: str | None = None
+
+
+class MarkdownIn(Strict):
+    title: str = Field(min_length=1, max_length=1000)
+    content: str
+    uri: str | None = Field(default=None, min_length=1, max_length=4000)
+    domain: str | None = Field(default=None, min_length=1, max_length=200)
+    metadata: dict[str, Any] | None = None
+
+
+class MemoryIn(Strict):
+    text: str
+    source: str | None = Field(default=None, max_length=4000)
+    domain: str | None = Field(default=None, min_length=1, max_length=200)
+    tags: list[str] = Field(default_factory=list, max_length=100)
+
+
+class TurnIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str | None = None
+    speaker: str | None = None
+    content: str | None = None
+    text: str | None = None
+    timestamp: str | None = None
+    id: str | None = None
+
+
+class SessionIn(Strict):
+    id: str = Field(min_length=1)
+    turns: list[TurnIn] = Field(min_length=1)
+    conversation: str | None = None
+    timestamp: str | None = None
+
+
+class ConversationIn(Strict):
+    sessions: list[SessionIn] = Field(min_length=1)
+    domain: str | None = Field(default=None, min_length=1, max_length=200)
+    index_roles: list[str] | None = None
+
+
+class RecallIn(Strict):
+    query: str
+    k: int = Field(default=10, ge=1, le=1000)
+    budget_tokens: int = Field(default=2000, ge=1)
+    filters: FiltersIn | None = None

@@ -1,0 +1,327 @@
+"""The `nexusbrain` (alias `brain`) command line. Each command parses its flags, calls one Brain
+method and prints the answer: readable by default, JSON with --json."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import orjson
+
+from nexusbrain import __version__, views
+from nexusbrain.brain import Brain
+from nexusbrain.cli import render
+from nexusbrain.errors import BrainError, InvalidInput
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class BrainGroup(click.Group):
+    """Turns a BrainError into a one-line message and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrainError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            ctx.exit(1)
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(func)
+
+
+def emit(value: Any) -> None:
+    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+def brain_of(ctx: click.Context) -> Brain:
+    brain: Brain | None = ctx.obj.get("brain")
+    if brain is None:
+        brain = Brain.open(ctx.obj["db"])
+        ctx.obj["brain"] = brain
+        ctx.call_on_close(brain.close)
+    return brain
+
+
+@click.group(cls=BrainGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="BRAIN_DB_PATH",
+    help="SQLite database file. Default: $BRAIN_DB_PATH, else the platform data directory.",
+)
+@click.version_option(__version__, prog_name="nexusbrain")
+@click.pass_context
+def cli(ctx: click.Context, db: Path | None) -> None:
+    """nexusbrain: local-first memory and search that explains itself.
+
+    \b
+    Example:
+      nexusbrain ingest-dir ~/notes
+      nexusbrain search "how do I rotate the api keys"
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["db"] = db
+
+
+@cli.command("ingest-dir")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--domain", help="Domain to file these documents under (default: 'default').")
+@json_option
+@click.pass_context
+def ingest_dir(ctx: click.Context, folder: Path, domain: str | None, as_json: bool) -> None:
+    """Ingest a folder of .md/.markdown/.txt files, incrementally.
+
+    Unchanged files cost nothing, changed files are re-chunked, and files gone from disk are
+    retired from search. Files that cannot be read are listed, and the exit code is then 1.
+
+    \b
+    Example:
+      nexusbrain ingest-dir ~/notes --domain notes
+    """
+    brain = brain_of(ctx)
+    with render.Progress("ingesting", enabled=not as_json) as progress:
+        report = brain.ingest_dir(folder, domain=domain, progress=progress.update)
+    if as_json:
+        emit(views.directory_report(report))
+    else:
+        render.directory_report(report)
+    if report.errors:
+        ctx.exit(1)
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--source", help="Where the memory came from (an agent, a url...).")
+@click.option("--domain", help="Domain to file it under.")
+@click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
+@json_option
+@click.pass_context
+def add(
+    ctx: click.Context,
+    text: str,
+    source: str | None,
+    domain: str | None,
+    tags: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Remember a short piece of text. The same text again is a duplicate.
+
+    \b
+    Example:
+      nexusbrain add "The staging db moved to db-2 on 2025-03-01" --tag infra
+    """
+    result = brain_of(ctx).add_memory(text, source=source, domain=domain, tags=tags)
+    if as_json:
+        emit(views.write_result(result))
+    else:
+        click.echo(f"{result.status.value}: document {result.document_id}")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "--k", "k", default=10, show_default=True, help="How many hits.")
+@click.option("--domain", help="Only this domain.")
+@click.option("--path-prefix", help="Only documents whose uri/path starts with this.")
+@click.option("--document", "document_id", type=int, help="Only this document id.")
+@click.option("--best-per-document", is_flag=True, help="Keep only each document's best chunk.")
+@click.option("--explain", is_flag=True, help="Show each hit's trace: why it ranked.")
+@json_option
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    k: int,
+    domain: str | None,
+    path_prefix: str | None,
+    document_id: int | None,
+    best_per_document: bool,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Search with a natural-language query.
+
+    \b
+    Example:
+      nexusbrain search "why did the deploy fail" -k 5 --explain
+    """
+    from nexusbrain.retrieval.filters import make_filters
+
+    filters = make_filters(domain=domain, path_prefix=path_prefix, document_id=document_id)
+    hits = brain_of(ctx).search(query, k=k, filters=filters, best_per_document=best_per_document)
+    if as_json:
+        emit({"query": query, "k": k, "hits": [views.hit(h) for h in hits]})
+    else:
+        render.hits(hits, explain=explain)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "--k", "k", default=10, show_default=True, help="Hits to consider.")
+@click.option("--budget", "budget_tokens", default=2000, show_default=True, help="Token budget.")
+@json_option
+@click.pass_context
+def recall(ctx: click.Context, query: str, k: int, budget_tokens: int, as_json: bool) -> None:
+    """Context for a model: the best hits that fit a token budget, with citations.
+
+    \b
+    Example:
+      nexusbrain recall "what do we know about the outage" --budget 800
+    """
+    result = brain_of(ctx).recall(query, k=k, budget_tokens=budget_tokens)
+    if as_json:
+        emit(views.recall(result))
+    else:
+        render.recall(result)
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--chunks", is_flag=True, help="Also list the document's chunks and spans.")
+@click.option("--lines", help="Only these lines of the content, e.g. 10-20.")
+@json_option
+@click.pass_context
+def get(ctx: click.Context, ref: str, chunks: bool, lines: str | None, as_json: bool) -> None:
+    """Show a document, by id or by path/uri.
+
+    \b
+    Example:
+      nexusbrain get 12 --lines 10-20
+      nexusbrain get ~/notes/deploy.md --chunks
+    """
+    brain = brain_of(ctx)
+    if ref.isdigit():
+        document = brain.get_document(int(ref))
+    else:
+        path = Path(ref).expanduser()
+        document = brain.find_document(path.resolve().as_posix() if path.exists() else ref)
+    chunk_list = brain.document_chunks(document.id) if chunks else None
+    if as_json:
+        emit(views.document(document, chunk_list))
+    else:
+        render.document(document, chunk_list, _line_range(lines))
+
+
+def _line_range(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    start, _, end = text.partition("-")
+    if not (start.isdigit() and (end or start).isdigit()):
+        raise InvalidInput(f"--lines {text!r} must look like 10-20 or 7")
+    return int(start), int(end or start)
+
+
+@cli.command()
+@click.argument("document_id", type=int)
+@json_option
+@click.pass_context
+def delete(ctx: click.Context, document_id: int, as_json: bool) -> None:
+    """Retire a document from search (its history is kept).
+
+    \b
+    Example:
+      nexusbrain delete 12
+    """
+    retired = brain_of(ctx).delete_document(document_id)
+    status = "retired" if retired else "already_retired"
+    if as_json:
+        emit({"id": document_id, "status": status})
+    else:
+        click.echo(f"{status}: document {document_id}")
+
+
+@cli.command("export")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File.")
+@click.pass_context
+def export_(ctx: click.Context, output: Path | None) -> None:
+    """Write every record as JSON lines (to stdout, or --output FILE).
+
+    \b
+    Example:
+      nexusbrain export -o backup.jsonl
+    """
+    records = brain_of(ctx).export()
+    if output is None:
+        for record in records:
+            sys.stdout.buffer.write(orjson.dumps(record) + b"\n")
+        return
+    with output.open("wb") as handle:
+        for record in records:
+            handle.write(orjson.dumps(record) + b"\n")
+
+
+@cli.command("import")
+@click.argument("source", type=click.File("rb"))
+@json_option
+@click.pass_context
+def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
+    """Load records written by `export` (a file, or - for stdin). Never overwrites.
+
+    \b
+    Example:
+      nexusbrain --db restored.db import backup.jsonl
+    """
+    result = brain_of(ctx).import_records(_read_jsonl(source))
+    if as_json:
+        emit(views.import_result(result))
+    else:
+        click.echo(
+            f"imported {result.documents} documents and {result.chunks} chunks "
+            f"({result.skipped} skipped as already present)"
+        )
+
+
+def _read_jsonl(handle: Any) -> Iterator[dict[str, Any]]:
+    for number, line in enumerate(handle, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise InvalidInput(f"line {number} is not JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise InvalidInput(f"line {number} is not a JSON object")
+        yield value
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def stats(ctx: click.Context, as_json: bool) -> None:
+    """Counts, database size and memory use.
+
+    \b
+    Example:
+      nexusbrain stats --json
+    """
+    value = views.stats(brain_of(ctx).stats())
+    if as_json:
+        emit(value)
+    else:
+        render.stats(value)
+
+
+@cli.command()
+@click.option("--host", envvar="BRAIN_BIND_HOST", default="127.0.0.1", show_default=True)
+@click.option("--port", envvar="BIND_PORT", default=8765, show_default=True, type=int)
+@click.option("--log-level", default="info", show_default=True)
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int, log_level: str) -> None:
+    """Start the HTTP API (docs at /docs). Binding beyond loopback needs BRAIN_API_TOKEN.
+
+    \b
+    Example:
+      nexusbrain serve --port 8765
+      curl 'http://127.0.0.1:8765/search?q=deploy+failure'
+    """
+    from nexusbrain.api.server import run
+
+    run(brain_of(ctx), host=host, port=port, log_level=log_level)
+
+
+def main() -> None:
+    cli(prog_name="nexusbrain")

@@ -1,0 +1,120 @@
+"""Human-readable output for the CLI."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import click
+
+from nexusbrain.brain import Recall
+from nexusbrain.ingest.directory import DirectoryReport
+from nexusbrain.records import Chunk, Document, Hit, Trace
+
+
+class Progress:
+    """A progress bar on stderr, only when stderr is a terminal and output is for people."""
+
+    def __init__(self, label: str, *, enabled: bool = True) -> None:
+        self.label = label
+        self.enabled = enabled and sys.stderr.isatty()
+        self._bar: Any = None
+        self._done = 0
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            self._bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._done)
+        self._done = done
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(kind, exc, tb)
+
+
+def directory_report(report: DirectoryReport) -> None:
+    click.echo(
+        f"{report.root}: {report.added} added, {report.updated} updated, "
+        f"{report.unchanged} unchanged, {report.deleted} deleted, {report.chunks} chunks written "
+        f"in {report.seconds:.2f}s"
+    )
+    for problem in report.errors:
+        click.echo(f"  error: {problem.path}: {problem.reason}", err=True)
+
+
+def _snippet(text: str, width: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _where(hit: Hit) -> str:
+    lines = f"{hit.line_start}-{hit.line_end}" if hit.line_end != hit.line_start else hit.line_start
+    return f"{hit.uri}:{lines}"
+
+
+def hits(found: Sequence[Hit], *, explain: bool = False) -> None:
+    if not found:
+        click.echo("no hits")
+        return
+    for hit in found:
+        heading = " > ".join(hit.heading_path)
+        click.echo(
+            f"{hit.rank:>3}. {hit.score:8.4f}  {_where(hit)}"
+            + (f"  [{heading}]" if heading else "")
+        )
+        click.echo(f"     {_snippet(hit.text)}")
+        if explain:
+            click.echo(_trace(hit.trace))
+
+
+def _trace(trace: Trace) -> str:
+    lines = [f"     {r.retriever}: rank {r.rank}, score {r.score:.4f}" for r in trace.retrievers]
+    lines += [
+        f"     rrf {f.retriever}: {f.weight:g}/(k+{f.rank}) = {f.contribution:.5f}"
+        for f in trace.fusion
+    ]
+    if trace.prf_terms:
+        lines.append(f"     prf terms: {', '.join(trace.prf_terms)}")
+    if trace.rerank:
+        r = trace.rerank
+        lines.append(f"     rerank ({r.model}): {r.rank_before} -> {r.rank_after}, {r.score:.4f}")
+    return "\n".join(lines)
+
+
+def recall(result: Recall) -> None:
+    click.echo(
+        f"{len(result.hits)} hits, {result.tokens_used}/{result.budget_tokens} tokens"
+        + (f" ({result.dropped} over budget)" if result.dropped else "")
+    )
+    for hit in result.hits:
+        click.echo(f"\n[{hit.rank}] {_where(hit)} (revision {hit.revision[:12]})")
+        click.echo(hit.text)
+
+
+def document(doc: Document, chunks: list[Chunk] | None, lines: tuple[int, int] | None) -> None:
+    state = f" (retired {doc.deleted_at:%Y-%m-%d})" if doc.deleted_at else ""
+    click.echo(f"# {doc.title}{state}\n{doc.uri}  id {doc.id}  revision {doc.revision[:12]}")
+    content = doc.content
+    if lines is not None:
+        content = "\n".join(content.splitlines()[lines[0] - 1 : lines[1]])
+    click.echo(f"\n{content}")
+    for chunk in chunks or []:
+        click.echo(
+            f"  chunk {chunk.ordinal}: lines {chunk.line_start}-{chunk.line_end}, "
+            f"chars {chunk.char_start}-{chunk.char_end}  {' > '.join(chunk.heading_path)}"
+        )
+
+
+def stats(value: Mapping[str, Any]) -> None:
+    for key, item in value.items():
+        click.echo(f"{key:>18}: {item}")

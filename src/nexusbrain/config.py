@@ -1,0 +1,81 @@
+"""Settings, with their defaults committed here. Environment variables override a few of them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from nexusbrain.errors import ConfigError
+from nexusbrain.ingest.chunking import ChunkingConfig
+
+DEFAULT_PORT = 8765
+DEFAULT_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Input limits. Anything over them is refused with a clear error, and nothing is stored."""
+
+    max_document_bytes: int = 10 * 1024 * 1024
+    max_request_bytes: int = 16 * 1024 * 1024
+    max_import_bytes: int = 4 * 1024 * 1024 * 1024
+    max_query_chars: int = 4_000
+    max_k: int = 1_000
+    max_budget_tokens: int = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalConfig:
+    """BM25 over FTS5: the weight of the chunk text and heading-path columns."""
+
+    text_weight: float = 1.0
+    heading_weight: float = 0.5
+    drop_stopwords: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureConfig:
+    """Opt-in capture of every search and recall, for replay evaluation."""
+
+    enabled: bool = False
+    max_rows: int = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    db_path: Path
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    limits: Limits = field(default_factory=Limits)
+    lexical: LexicalConfig = field(default_factory=LexicalConfig)
+    capture: CaptureConfig = field(default_factory=CaptureConfig)
+    default_domain: str = "default"
+
+    @classmethod
+    def from_env(
+        cls, db_path: str | Path | None = None, environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        env = os.environ if environ is None else environ
+        capture = CaptureConfig(enabled=_flag(env, "BRAIN_CAPTURE"))
+        return cls(db_path=resolve_db_path(db_path, env), capture=capture)
+
+
+def resolve_db_path(explicit: str | Path | None, environ: Mapping[str, str]) -> Path:
+    """--db, else BRAIN_DB_PATH, else brain.db in the platform's user data directory."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if environ.get("BRAIN_DB_PATH"):
+        return Path(environ["BRAIN_DB_PATH"]).expanduser()
+    return Path(platformdirs.user_data_dir("nexusbrain")) / "brain.db"
+
+
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    value = environ.get(name, "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigError(f"{name}={value!r} is not a boolean: use 1/0, true/false, yes/no or on/off")

@@ -1,0 +1,61 @@
+"""The exception tree. The core raises these; each interface translates them.
+
+    BrainError
+    ├── NotFound        an id, path or uri that does not exist        (HTTP 404)
+    ├── InvalidInput    a bad argument, file or request body           (HTTP 400/413/422)
+    ├── Conflict        the request contradicts stored state           (HTTP 409)
+    ├── ConfigError     a bad setting or environment variable          (HTTP 500)
+    ├── MissingExtra    an optional dependency is not installed        (HTTP 501)
+    └── StorageError    the database failed or is corrupt              (HTTP 500)
+
+Messages name the bad value and, where there is one, the fix.
+"""
+
+from __future__ import annotations
+
+
+class BrainError(Exception):
+    """Base of every error nexusbrain raises on purpose."""
+
+    code: str = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(BrainError):
+    code = "not_found"
+
+
+class InvalidInput(BrainError):
+    code = "invalid_input"
+
+
+class TooLarge(InvalidInput):
+    """Input over a configured size limit."""
+
+    code = "too_large"
+
+
+class Conflict(BrainError):
+    code = "conflict"
+
+
+class ConfigError(BrainError):
+    code = "config_error"
+
+
+class MissingExtra(BrainError):
+    code = "missing_extra"
+
+    def __init__(self, extra: str, package: str) -> None:
+        super().__init__(
+            f"this feature needs the optional package {package!r}: "
+            f"install it with: pip install 'nexusbrain[{extra}]'"
+        )
+        self.extra = extra
+
+
+class StorageError(BrainError):
+    code = "storage_error"

@@ -1,0 +1,1 @@
+"""Evaluation harness: retrieval metrics and TREC-style run scoring."""

@@ -1,0 +1,1 @@
+"""Ingest: turning files, notes, memories and conversations into documents and chunks."""

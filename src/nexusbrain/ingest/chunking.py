@@ -1,0 +1,304 @@
+"""Markdown-aware chunking: cut a document into retrieval-sized spans (pure, linear time).
+
+The rules, in the order they apply:
+
+1. Blocks. From `start` on, lines (ended by ``\\n``, ``\\r\\n`` or ``\\r``) group into blocks:
+   an ATX heading line (``#``..``######``, at most 3 leading spaces) is one block; a fenced
+   code block (``` or ~~~, 3+ characters, closed by a fence of the same character at least as
+   long; unclosed, it runs to the end) is one atomic block, blank and ``#`` lines included;
+   other lines form paragraphs, split at blank lines. A paragraph followed by a ``===`` or
+   ``---`` underline is a setext heading (level 1 or 2) and becomes one heading block.
+   Every block is trimmed of surrounding whitespace, so every chunk is too.
+2. Long blocks. A non-fence block over `max_chars` is cut at sentence ends (``.``, ``?`` or
+   ``!`` followed by whitespace), a sentence still over `max_chars` at whitespace, and a word
+   still over it into `max_chars` slices. A fence is never cut, however long.
+3. Packing. Blocks join the open chunk while it stays within `target_chars`; a block that does
+   not fit starts a new chunk. Every heading starts a new chunk, and its line is the first
+   line of that chunk. There is no tail merging: the last chunk of a section may be small.
+4. Headings are never left alone. While a chunk holds only heading lines, the next block
+   joins it whatever `target_chars` says, as long as the chunk stays within `max_chars` (or
+   the block is a fence already over `max_chars`). So a heading followed directly by a
+   sub-heading shares a chunk with the sub-heading and its first text; a heading-only chunk
+   remains only at the end of a document or before a block too big to join.
+5. Heading path. Headings form a stack (a new level-n heading pops levels >= n). A chunk's
+   `heading_path` is the stack at its last block, so a chunk that starts with its own heading
+   ends its path with that heading's text.
+
+Hence: spans are ordered, never overlap, cover every non-whitespace character from `start`
+on, and none is over `max_chars` unless it holds a fence that is over `max_chars` by itself.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+_BREAK = re.compile(r"\r\n|\r|\n")
+_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
+_THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*")  # thematic break
+_NOT_SETEXT = re.compile(r" {0,3}(?:[-+*>]|\d{1,9}[.)])(?:[ \t]|$)")
+_SENTENCE_GAP = re.compile(r"(?<=[.?!])\s+")
+_WORD_GAP = re.compile(r"\s+")
+
+Kind = Literal["heading", "text", "fence"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingConfig:
+    target_chars: int = 1200  # pack blocks into a chunk while it stays within this size
+    max_chars: int = 2400  # no chunk is larger, unless it holds a fence larger by itself
+
+    def __post_init__(self) -> None:
+        if not 0 < self.target_chars <= self.max_chars:
+            raise ValueError(
+                f"chunking needs 0 < target_chars <= max_chars, "
+                f"got target_chars={self.target_chars}, max_chars={self.max_chars}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpan:
+    ordinal: int  # 0-based, in document order
+    char_start: int  # offset into the original text
+    char_end: int  # exclusive
+    line_start: int  # 1-based line of char_start
+    line_end: int  # 1-based line of the chunk's last character
+    heading_path: tuple[str, ...]  # enclosing heading texts, outermost first
+    text: str  # == source[char_start:char_end]
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    level: int  # 1..6
+    text: str  # without markers, stripped
+    char_start: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    start: int
+    end: int
+    kind: Kind
+    path: tuple[str, ...]
+    level: int = 0  # heading level; 0 for other blocks
+
+
+@dataclass(frozen=True, slots=True)
+class _Open:
+    """The chunk being packed."""
+
+    start: int
+    end: int
+    path: tuple[str, ...]
+    headings_only: bool
+
+
+def chunk_markdown(
+    text: str, config: ChunkingConfig = ChunkingConfig(), *, start: int = 0
+) -> list[ChunkSpan]:
+    """The chunks of `text` from offset `start` on (offsets and lines are into all of `text`)."""
+    if not 0 <= start <= len(text):
+        raise ValueError(f"start={start} is outside the text (length {len(text)})")
+    blocks = _split_long(_blocks(text, start), text, config.max_chars)
+    line_ends = [m.end() for m in _BREAK.finditer(text)]
+    return [
+        _span(text, line_ends, ordinal, chunk)
+        for ordinal, chunk in enumerate(_pack(blocks, config))
+    ]
+
+
+def iter_headings(text: str, *, start: int = 0) -> Iterator[Heading]:
+    """The ATX and setext headings of `text` from `start` on, skipping fenced code."""
+    for block in _blocks(text, start):
+        if block.kind == "heading":
+            yield Heading(block.level, block.path[-1], block.start)
+
+
+def _span(text: str, line_ends: Sequence[int], ordinal: int, chunk: _Open) -> ChunkSpan:
+    return ChunkSpan(
+        ordinal=ordinal,
+        char_start=chunk.start,
+        char_end=chunk.end,
+        line_start=bisect_right(line_ends, chunk.start) + 1,
+        line_end=bisect_right(line_ends, chunk.end - 1) + 1,
+        heading_path=chunk.path,
+        text=text[chunk.start : chunk.end],
+    )
+
+
+# --- packing ---------------------------------------------------------------------------
+
+
+def _pack(blocks: Iterator[_Block], config: ChunkingConfig) -> Iterator[_Open]:
+    current: _Open | None = None
+    for block in blocks:
+        if current is not None and _joins(current, block, config):
+            headings_only = current.headings_only and block.kind == "heading"
+            current = _Open(current.start, block.end, block.path, headings_only)
+            continue
+        if current is not None:
+            yield current
+        current = _Open(block.start, block.end, block.path, block.kind == "heading")
+    if current is not None:
+        yield current
+
+
+def _joins(current: _Open, block: _Block, config: ChunkingConfig) -> bool:
+    size = block.end - current.start
+    if current.headings_only:
+        huge_fence = block.kind == "fence" and block.end - block.start > config.max_chars
+        return size <= config.max_chars or huge_fence
+    return block.kind != "heading" and size <= config.target_chars
+
+
+# --- long blocks -----------------------------------------------------------------------
+
+
+def _split_long(blocks: Iterator[_Block], text: str, max_chars: int) -> Iterator[_Block]:
+    for block in blocks:
+        if block.kind == "fence" or block.end - block.start <= max_chars:
+            yield block
+            continue
+        for start, end in _pieces(text, block.start, block.end, max_chars, 0):
+            yield _Block(start, end, block.kind, block.path, block.level)
+
+
+def _pieces(
+    text: str, start: int, end: int, max_chars: int, depth: int
+) -> Iterator[tuple[int, int]]:
+    """Non-whitespace-bounded pieces of text[start:end], none over `max_chars`."""
+    if end - start <= max_chars:
+        yield start, end
+    elif depth == 2:
+        yield from ((s, min(s + max_chars, end)) for s in range(start, end, max_chars))
+    else:
+        gap = _SENTENCE_GAP if depth == 0 else _WORD_GAP
+        for s, e in _between(gap, text, start, end):
+            yield from _pieces(text, s, e, max_chars, depth + 1)
+
+
+def _between(gap: re.Pattern[str], text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """The stretches of text[start:end] between matches of `gap`."""
+    pos = start
+    for m in gap.finditer(text, start, end):
+        yield pos, m.start()
+        pos = m.end()
+    yield pos, end
+
+
+# --- blocks ----------------------------------------------------------------------------
+
+
+def _blocks(text: str, start: int) -> Iterator[_Block]:
+    scanner = _Scanner(text)
+    pos = start
+    for m in _BREAK.finditer(text, start):
+        yield from scanner.line(pos, m.start())
+        pos = m.end()
+    if pos < len(text):
+        yield from scanner.line(pos, len(text))
+    yield from scanner.finish()
+
+
+class _Scanner:
+    """Line-by-line block recogniser; lives for one call, so the functions using it stay pure."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.stack: list[tuple[int, str]] = []
+        self.path: tuple[str, ...] = ()
+        self.para: tuple[int, int] | None = None  # open paragraph (trimmed start, end)
+        self.para_may_be_setext = False
+        self.fence: tuple[int, int, str, int] | None = None  # start, end, char, length
+
+    def line(self, ls: int, le: int) -> Iterator[_Block]:
+        line = self.text[ls:le]
+        if self.fence is not None:
+            yield from self._fence_line(self.fence, line, ls)
+            return
+        head = len(line) - len(line.lstrip())
+        if head == len(line):
+            yield from self._close_para()
+            return
+        start, end = ls + head, ls + len(line.rstrip())
+        if atx := _ATX_OPEN.match(line):
+            yield from self._close_para()
+            yield self._heading(len(atx.group(1)), _atx_text(line[atx.end() :]), start, end)
+        elif fence := _fence_open(line):
+            yield from self._close_para()
+            self.fence = (start, end, fence[0], len(fence))
+        elif self.para is None and _THEMATIC.fullmatch(line):
+            yield _Block(start, end, "text", self.path)
+        else:
+            yield from self._text_line(line, start, end)
+
+    def finish(self) -> Iterator[_Block]:
+        if self.fence is not None:
+            yield _Block(self.fence[0], self.fence[1], "fence", self.path)
+            self.fence = None
+        yield from self._close_para()
+
+    def _text_line(self, line: str, start: int, end: int) -> Iterator[_Block]:
+        if self.para is None:
+            self.para = (start, end)
+            self.para_may_be_setext = _NOT_SETEXT.match(line) is None
+        elif self.para_may_be_setext and (underline := _SETEXT.fullmatch(line)):
+            level = 1 if underline.group(1)[0] == "=" else 2
+            para_start, para_end = self.para
+            self.para = None
+            yield self._heading(level, _joined(self.text[para_start:para_end]), para_start, end)
+        elif _THEMATIC.fullmatch(line):
+            yield from self._close_para()
+            yield _Block(start, end, "text", self.path)
+        else:
+            self.para = (self.para[0], end)
+
+    def _fence_line(self, fence: tuple[int, int, str, int], line: str, ls: int) -> Iterator[_Block]:
+        fence_start, fence_end, char, length = fence
+        close = _FENCE_CLOSE.fullmatch(line)
+        if line.strip():
+            fence_end = ls + len(line.rstrip())
+        if close and close.group(1)[0] == char and len(close.group(1)) >= length:
+            self.fence = None
+            yield _Block(fence_start, fence_end, "fence", self.path)
+        else:
+            self.fence = (fence_start, fence_end, char, length)
+
+    def _close_para(self) -> Iterator[_Block]:
+        if self.para is not None:
+            yield _Block(self.para[0], self.para[1], "text", self.path)
+            self.para = None
+
+    def _heading(self, level: int, title: str, start: int, end: int) -> _Block:
+        while self.stack and self.stack[-1][0] >= level:
+            self.stack.pop()
+        self.stack.append((level, title))
+        self.path = tuple(t for _, t in self.stack)
+        return _Block(start, end, "heading", self.path, level)
+
+
+def _fence_open(line: str) -> str:
+    """The opening fence run of `line` ('' when the line opens no fence)."""
+    m = _FENCE_OPEN.fullmatch(line)
+    if m is None or (m.group(1)[0] == "`" and "`" in m.group(2)):
+        return ""
+    return m.group(1)
+
+
+def _atx_text(rest: str) -> str:
+    """Heading text after the opening '#'s, without an optional closing run of '#'s."""
+    body = rest.strip(" \t")
+    bare = body.rstrip("#")
+    if not bare or (bare != body and bare[-1] in " \t"):
+        body = bare
+    return body.strip()
+
+
+def _joined(paragraph: str) -> str:
+    return " ".join(line.strip() for line in _BREAK.split(paragraph))

@@ -1,0 +1,163 @@
+"""Conversations: sessions of turns become one document each, with one chunk per turn (pure).
+
+A session is rendered as a transcript, one `speaker: text` block per turn separated by a blank
+line. Each turn's chunk spans exactly its block, so a turn hit cites its lines, and the session
+document is the session-level unit (best chunk per document). A turn keeps its own id (for
+example a LoCoMo dia_id) as the chunk's `unit`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nexusbrain.errors import InvalidInput
+from nexusbrain.ingest.documents import Prepared
+from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind
+
+TURN_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    role: str
+    content: str
+    timestamp: str | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    turns: tuple[Turn, ...]
+    conversation: str | None = None
+    timestamp: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def session_uri(session: Session) -> str:
+    return f"conversation://{session.conversation or 'default'}/{session.id}"
+
+
+def prepare_session(
+    session: Session, *, domain: str, index_roles: frozenset[str] | None = None
+) -> Prepared:
+    """The session document and one chunk per indexed turn.
+
+    `index_roles` (lower-case) limits which turns become chunks, as LongMemEval indexes user
+    turns only; every turn is still part of the document's text."""
+    if not session.id.strip():
+        raise InvalidInput("conversation session: 'id' must not be empty")
+    if not any(t.content.strip() for t in session.turns):
+        raise InvalidInput(f"conversation session {session.id!r}: has no turn with content")
+    parts: list[str] = []
+    chunks: list[ChunkDraft] = []
+    offset, line = 0, 1
+    for index, turn in enumerate(session.turns):
+        block = f"{turn.role.strip() or 'unknown'}: {_one_line_breaks(turn.content).strip()}"
+        if parts:
+            offset += len(TURN_SEPARATOR)
+            line += TURN_SEPARATOR.count("\n")
+        lines_in_block = block.count("\n")
+        if _indexed(turn, index_roles):
+            chunks.append(_turn_chunk(session, turn, index, len(chunks), block, offset, line))
+        parts.append(block)
+        offset += len(block)
+        line += lines_in_block
+    content = TURN_SEPARATOR.join(parts)
+    return Prepared(_session_draft(session, domain, content, index_roles), tuple(chunks), {})
+
+
+def _one_line_breaks(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _indexed(turn: Turn, roles: frozenset[str] | None) -> bool:
+    if not turn.content.strip():
+        return False
+    return roles is None or turn.role.strip().lower() in roles
+
+
+def _turn_chunk(
+    session: Session, turn: Turn, index: int, ordinal: int, block: str, offset: int, line: int
+) -> ChunkDraft:
+    meta: dict[str, Any] = {"role": turn.role, "turn": index}
+    if turn.timestamp or session.timestamp:
+        meta["timestamp"] = turn.timestamp or session.timestamp
+    return ChunkDraft(
+        ordinal=ordinal,
+        char_start=offset,
+        char_end=offset + len(block),
+        line_start=line,
+        line_end=line + block.count("\n"),
+        heading_path=(f"Session {session.id}",),
+        text=block,
+        unit=turn.id or f"{session.id}:{index}",
+        meta=meta,
+    )
+
+
+def _session_draft(
+    session: Session, domain: str, content: str, roles: frozenset[str] | None
+) -> DocumentDraft:
+    hashed = content + "\x00roles=" + ",".join(sorted(roles or ()))
+    metadata: dict[str, Any] = {"session": session.id, **session.metadata}
+    if session.conversation:
+        metadata["conversation"] = session.conversation
+    if session.timestamp:
+        metadata["timestamp"] = session.timestamp
+    title = f"Session {session.id}" + (f" ({session.timestamp})" if session.timestamp else "")
+    return DocumentDraft(
+        uri=session_uri(session),
+        title=title,
+        domain=domain,
+        kind=DocumentKind.CONVERSATION,
+        revision=hashlib.sha256(hashed.encode("utf-8")).hexdigest(),
+        content=content,
+        metadata=metadata,
+    )
+
+
+def sessions_from_json(sessions: Sequence[Mapping[str, Any]]) -> list[Session]:
+    """Sessions from plain JSON objects: `{id, conversation?, timestamp?, turns: [{role|speaker,
+    content|text, timestamp?, id?}]}`. Errors name the session and turn."""
+    return [_session(s, i) for i, s in enumerate(sessions)]
+
+
+def _session(raw: Mapping[str, Any], index: int) -> Session:
+    sid = raw.get("id")
+    if not isinstance(sid, str | int) or not str(sid).strip():
+        raise InvalidInput(f"sessions[{index}]: needs an 'id' (string)")
+    turns = raw.get("turns")
+    if not isinstance(turns, list) or not turns:
+        raise InvalidInput(f"sessions[{index}] ({sid}): needs a non-empty 'turns' list")
+    return Session(
+        id=str(sid),
+        turns=tuple(_turn(t, index, j) for j, t in enumerate(turns)),
+        conversation=_opt_str(raw.get("conversation")),
+        timestamp=_opt_str(raw.get("timestamp")),
+    )
+
+
+def _turn(raw: Any, session: int, index: int) -> Turn:
+    where = f"sessions[{session}].turns[{index}]"
+    if not isinstance(raw, Mapping):
+        raise InvalidInput(f"{where}: must be an object")
+    role = raw.get("role", raw.get("speaker"))
+    content = raw.get("content", raw.get("text"))
+    if not isinstance(role, str) or not role.strip():
+        raise InvalidInput(f"{where}: needs a 'role' or 'speaker' (string)")
+    if not isinstance(content, str):
+        raise InvalidInput(f"{where}: needs a 'content' (string)")
+    return Turn(
+        role=role,
+        content=content,
+        timestamp=_opt_str(raw.get("timestamp")),
+        id=_opt_str(raw.get("id")),
+    )
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,90 @@
+"""Finding the files of a folder to ingest, safely (no I/O beyond listing and stat)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from nexusbrain.errors import InvalidInput, NotFound
+
+SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    root: Path
+    files: tuple[Path, ...]
+    problems: tuple[FileProblem, ...]
+
+
+def resolve_root(root: str | Path) -> Path:
+    path = Path(root).expanduser()
+    if not path.exists():
+        raise NotFound(f"{root}: no such folder")
+    if not path.is_dir():
+        raise InvalidInput(f"{root}: is not a folder (ingest-dir takes a folder of markdown)")
+    return path.resolve()
+
+
+def scan(root: str | Path) -> Scan:
+    """Every .md/.markdown/.txt file under `root`, sorted, hidden entries skipped.
+
+    Symbolic links are followed only while they stay inside the root; a link that leads
+    outside it, or back into a folder already being walked (a loop), is reported as a
+    problem, not followed."""
+    base = resolve_root(root)
+    files: list[Path] = []
+    problems: list[FileProblem] = []
+    stack: list[tuple[Path, frozenset[Path]]] = [(base, frozenset({base}))]
+    while stack:
+        folder, ancestors = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+        except OSError as exc:
+            problems.append(FileProblem(str(folder), f"cannot list folder: {exc.strerror}"))
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            _visit(Path(entry.path), base, ancestors, stack, files, problems)
+    return Scan(base, tuple(sorted(files)), tuple(problems))
+
+
+def _visit(
+    path: Path,
+    base: Path,
+    ancestors: frozenset[Path],
+    stack: list[tuple[Path, frozenset[Path]]],
+    files: list[Path],
+    problems: list[FileProblem],
+) -> None:
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        problems.append(FileProblem(str(path), _link_error(exc)))
+        return
+    if real != base and base not in real.parents:
+        problems.append(FileProblem(str(path), f"links outside the root {base} (to {real})"))
+        return
+    if real.is_dir():
+        if real in ancestors:
+            problems.append(FileProblem(str(path), f"symlink loop (back to {real})"))
+        else:
+            stack.append((path, ancestors | {real}))
+    elif real.is_file() and path.suffix.lower() in SUFFIXES:
+        files.append(path)
+
+
+def _link_error(exc: BaseException) -> str:
+    if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40:
+        return "symlink loop"
+    if isinstance(exc, FileNotFoundError):
+        return "broken symlink (its target does not exist)"
+    return f"cannot read: {exc}"

@@ -1,0 +1,86 @@
+"""YAML front matter at the top of a markdown document, and the document's title (pure).
+
+A block is ``---`` alone on the very first line (after an optional BOM), then YAML, then a
+line holding only ``---`` or ``...`` (trailing spaces or tabs allowed on both fence lines).
+Without a closing line there is no block: the text may simply open with a thematic break.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import yaml  # type: ignore[import-untyped, unused-ignore]
+
+from nexusbrain.ingest.chunking import iter_headings
+
+_OPEN = re.compile(r"\ufeff?---[ \t]*(?:\r\n|\r|\n)")
+_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class FrontMatter:
+    data: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    body_start: int = 0  # offset in the text where the body begins
+
+
+def parse_front_matter(text: str) -> FrontMatter:
+    """The front matter of `text`; ValueError naming the reason and line if it is not a mapping.
+
+    Top-level keys that YAML reads as other types (``2024:``, ``true:``) become strings.
+    """
+    opening = _OPEN.match(text)
+    if opening is None:
+        return FrontMatter()
+    closing = _closing(text, opening.end())
+    if closing is None:
+        return FrontMatter()
+    yaml_end, body_start = closing
+    data = _load(text[opening.end() : yaml_end])
+    return FrontMatter(MappingProxyType({str(k): v for k, v in data.items()}), body_start)
+
+
+def title_from(text: str, front: FrontMatter, fallback: str) -> str:
+    """Front matter `title` if a non-blank string, else the first h1, else the first heading."""
+    title = front.data.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    first = ""
+    for heading in iter_headings(text, start=front.body_start):
+        if heading.text and heading.level == 1:
+            return heading.text
+        first = first or heading.text
+    return first or fallback
+
+
+def _closing(text: str, start: int) -> tuple[int, int] | None:
+    """Where the closing fence line (from line start `start` on) begins, and the body after it."""
+    pos = start
+    for m in _LINE_BREAK.finditer(text, start):
+        if _CLOSE.fullmatch(text, pos, m.start()):
+            return pos, m.end()
+        pos = m.end()
+    return (pos, len(text)) if _CLOSE.fullmatch(text, pos) else None
+
+
+def _load(source: str) -> Mapping[object, object]:
+    """The YAML mapping in `source` (its line 1 is line 2 of the document)."""
+    try:
+        data = yaml.safe_load(source)
+    except yaml.YAMLError as exc:
+        raise ValueError(_yaml_message(exc)) from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ValueError(f"front matter at line 2 is a {type(data).__name__}, not a mapping")
+    return data
+
+
+def _yaml_message(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    line = f" at line {mark.line + 2}" if mark is not None else ""
+    return f"invalid YAML in front matter{line}: {reason}"

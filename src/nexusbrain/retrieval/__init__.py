@@ -1,0 +1,1 @@
+"""Retrieval: turning a query into ranked, explained hits."""

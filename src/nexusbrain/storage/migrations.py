@@ -1,0 +1,77 @@
+"""Numbered schema migrations. Each one is applied atomically, with its version recorded."""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (
+        1,
+        """
+        CREATE TABLE documents (
+            id INTEGER PRIMARY KEY,
+            uri TEXT NOT NULL UNIQUE,
+            title TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            revision TEXT NOT NULL,
+            content TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            deleted_at TEXT
+        );
+        CREATE INDEX documents_domain ON documents (domain);
+        CREATE INDEX documents_updated ON documents (updated_at);
+
+        CREATE TABLE document_revisions (
+            id INTEGER PRIMARY KEY,
+            document_id INTEGER NOT NULL REFERENCES documents (id),
+            revision TEXT NOT NULL,
+            title TEXT NOT NULL,
+            event TEXT NOT NULL,
+            recorded_at TEXT NOT NULL
+        );
+        CREATE INDEX document_revisions_doc ON document_revisions (document_id);
+
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            document_id INTEGER NOT NULL REFERENCES documents (id),
+            ordinal INTEGER NOT NULL,
+            char_start INTEGER NOT NULL,
+            char_end INTEGER NOT NULL,
+            line_start INTEGER NOT NULL,
+            line_end INTEGER NOT NULL,
+            heading TEXT NOT NULL,
+            text TEXT NOT NULL,
+            unit TEXT,
+            meta TEXT NOT NULL DEFAULT '{}',
+            UNIQUE (document_id, ordinal)
+        );
+
+        CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+            text, heading,
+            content = 'chunks', content_rowid = 'id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunks_fts (rowid, text, heading) VALUES (new.id, new.text, new.heading);
+        END;
+        CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts (chunks_fts, rowid, text, heading)
+            VALUES ('delete', old.id, old.text, old.heading);
+        END;
+
+        CREATE TABLE captures (
+            id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            operation TEXT NOT NULL,
+            query TEXT NOT NULL,
+            mode TEXT,
+            filters TEXT NOT NULL,
+            results TEXT NOT NULL,
+            latency_ms REAL NOT NULL
+        );
+        """,
+    ),
+)
+
+LATEST = MIGRATIONS[-1][0]

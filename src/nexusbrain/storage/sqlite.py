@@ -1,0 +1,491 @@
+"""The default store: one SQLite file in WAL mode, with FTS5 for the lexical index."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from nexusbrain.clock import format_time, parse_time
+from nexusbrain.errors import NotFound, StorageError
+from nexusbrain.records import (
+    Capture,
+    Chunk,
+    ChunkDraft,
+    Document,
+    DocumentDraft,
+    DocumentHead,
+    DocumentKind,
+    ImportResult,
+    Scored,
+    SearchFilters,
+    StoreStats,
+    WriteResult,
+    WriteStatus,
+)
+from nexusbrain.storage import transfer
+from nexusbrain.storage.fts import fts_or_query
+from nexusbrain.storage.migrations import MIGRATIONS
+
+log = logging.getLogger(__name__)
+
+HEADING_SEP = transfer.HEADING_SEP
+_DOC_COLUMNS = (
+    "id, uri, title, domain, kind, revision, content, metadata, created_at, updated_at, deleted_at"
+)
+_CHUNK_COLUMNS = (
+    "c.id, c.document_id, c.ordinal, c.char_start, c.char_end, c.line_start, c.line_end,"
+    " c.heading, c.text, c.unit, c.meta"
+)
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _document(row: sqlite3.Row) -> Document:
+    return Document(
+        id=row["id"],
+        uri=row["uri"],
+        title=row["title"],
+        domain=row["domain"],
+        kind=DocumentKind(row["kind"]),
+        revision=row["revision"],
+        content=row["content"],
+        metadata=orjson.loads(row["metadata"]),
+        created_at=parse_time(row["created_at"]),
+        updated_at=parse_time(row["updated_at"]),
+        deleted_at=parse_time(row["deleted_at"]) if row["deleted_at"] else None,
+    )
+
+
+def _chunk(row: sqlite3.Row) -> Chunk:
+    heading: str = row["heading"]
+    return Chunk(
+        id=row["id"],
+        document_id=row["document_id"],
+        ordinal=row["ordinal"],
+        char_start=row["char_start"],
+        char_end=row["char_end"],
+        line_start=row["line_start"],
+        line_end=row["line_end"],
+        heading_path=tuple(heading.split(HEADING_SEP)) if heading else (),
+        text=row["text"],
+        unit=row["unit"],
+        meta=orjson.loads(row["meta"]),
+    )
+
+
+class SQLiteStore:
+    """A `Store` over one SQLite file. Safe to share between threads: each thread gets its
+    own connection, and writes are serialised by a lock plus SQLite's own write lock."""
+
+    def __init__(self, path: Path | str, *, busy_timeout_ms: int = 10_000) -> None:
+        self.path = Path(path)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot open the database at {self.path}: {exc}") from exc
+
+    # connections and transactions
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._connections_lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    def _migrate(self) -> None:
+        conn = self._connection()
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+        done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        for version, sql in MIGRATIONS:
+            if version in done:
+                continue
+            log.info("applying schema migration %d to %s", version, self.path)
+            with self._write_lock:
+                try:
+                    conn.executescript(
+                        f"BEGIN IMMEDIATE;\n{sql}\n"
+                        f"INSERT INTO schema_migrations VALUES ({version}, datetime('now'));\n"
+                        "COMMIT;"
+                    )
+                except sqlite3.DatabaseError:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+
+    def schema_version(self) -> int:
+        row = self._connection().execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    # documents
+
+    def get_document(self, document_id: int) -> Document:
+        row = (
+            self._connection()
+            .execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,))
+            .fetchone()
+        )
+        if row is None:
+            raise NotFound(f"no document with id {document_id}")
+        return _document(row)
+
+    def find_document(self, uri: str) -> Document | None:
+        row = (
+            self._connection()
+            .execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE uri = ?", (uri,))
+            .fetchone()
+        )
+        return _document(row) if row else None
+
+    def revisions_under(self, uri_prefix: str) -> Mapping[str, str]:
+        rows = self._connection().execute(
+            "SELECT uri, revision FROM documents"
+            " WHERE substr(uri, 1, length(?)) = ? AND deleted_at IS NULL",
+            (uri_prefix, uri_prefix),
+        )
+        return {row["uri"]: row["revision"] for row in rows}
+
+    def write_document(
+        self, draft: DocumentDraft, chunks: Sequence[ChunkDraft], now: datetime
+    ) -> WriteResult:
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT id, revision, deleted_at FROM documents WHERE uri = ?", (draft.uri,)
+            ).fetchone()
+            if row is not None and row["revision"] == draft.revision and not row["deleted_at"]:
+                count = conn.execute(
+                    "SELECT count(*) FROM chunks WHERE document_id = ?", (row["id"],)
+                ).fetchone()[0]
+                return WriteResult(WriteStatus.DUPLICATE, row["id"], draft.revision, count)
+            if row is None:
+                document_id = self._insert_document(conn, draft, now)
+                status = WriteStatus.CREATED
+            else:
+                document_id = row["id"]
+                self._replace_document(conn, document_id, draft, now)
+                status = WriteStatus.UPDATED
+            self._insert_chunks(conn, document_id, chunks)
+            self._record_revision(conn, document_id, draft.revision, draft.title, status, now)
+        return WriteResult(status, document_id, draft.revision, len(chunks))
+
+    def _insert_document(
+        self, conn: sqlite3.Connection, draft: DocumentDraft, now: datetime
+    ) -> int:
+        stamp = format_time(now)
+        cursor = conn.execute(
+            "INSERT INTO documents (uri, title, domain, kind, revision, content, metadata,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                draft.uri,
+                draft.title,
+                draft.domain,
+                draft.kind.value,
+                draft.revision,
+                draft.content,
+                _dumps(dict(draft.metadata)),
+                stamp,
+                stamp,
+            ),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def _replace_document(
+        self, conn: sqlite3.Connection, document_id: int, draft: DocumentDraft, now: datetime
+    ) -> None:
+        conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+        conn.execute(
+            "UPDATE documents SET title = ?, domain = ?, kind = ?, revision = ?, content = ?,"
+            " metadata = ?, updated_at = ?, deleted_at = NULL WHERE id = ?",
+            (
+                draft.title,
+                draft.domain,
+                draft.kind.value,
+                draft.revision,
+                draft.content,
+                _dumps(dict(draft.metadata)),
+                format_time(now),
+                document_id,
+            ),
+        )
+
+    @staticmethod
+    def _insert_chunks(
+        conn: sqlite3.Connection, document_id: int, chunks: Sequence[ChunkDraft]
+    ) -> None:
+        conn.executemany(
+            "INSERT INTO chunks (document_id, ordinal, char_start, char_end, line_start, line_end,"
+            " heading, text, unit, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    document_id,
+                    c.ordinal,
+                    c.char_start,
+                    c.char_end,
+                    c.line_start,
+                    c.line_end,
+                    HEADING_SEP.join(c.heading_path),
+                    c.text,
+                    c.unit,
+                    _dumps(dict(c.meta)),
+                )
+                for c in chunks
+            ],
+        )
+
+    @staticmethod
+    def _record_revision(
+        conn: sqlite3.Connection,
+        document_id: int,
+        revision: str,
+        title: str,
+        event: str,
+        now: datetime,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO document_revisions (document_id, revision, title, event, recorded_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (document_id, revision, title, event, format_time(now)),
+        )
+
+    def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
+        retired = 0
+        with self._transaction() as conn:
+            for document_id in document_ids:
+                row = conn.execute(
+                    "SELECT revision, title FROM documents WHERE id = ? AND deleted_at IS NULL",
+                    (document_id,),
+                ).fetchone()
+                if row is None:
+                    continue
+                conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+                conn.execute(
+                    "UPDATE documents SET deleted_at = ? WHERE id = ?",
+                    (format_time(now), document_id),
+                )
+                self._record_revision(
+                    conn, document_id, row["revision"], row["title"], "retired", now
+                )
+                retired += 1
+        return retired
+
+    def document_history(self, document_id: int) -> list[Mapping[str, Any]]:
+        self.get_document(document_id)
+        rows = self._connection().execute(
+            "SELECT revision, title, event, recorded_at FROM document_revisions"
+            " WHERE document_id = ? ORDER BY id",
+            (document_id,),
+        )
+        return [dict(row) for row in rows]
+
+    # chunks and search
+
+    def chunks_of(self, document_id: int) -> list[Chunk]:
+        rows = self._connection().execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.document_id = ? ORDER BY c.ordinal",
+            (document_id,),
+        )
+        return [_chunk(row) for row in rows]
+
+    def fetch_chunks(self, chunk_ids: Sequence[int]) -> dict[int, tuple[Chunk, DocumentHead]]:
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self._connection().execute(
+            f"SELECT {_CHUNK_COLUMNS}, d.uri, d.title, d.domain, d.kind, d.revision"
+            f" FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})",
+            tuple(chunk_ids),
+        )
+        found: dict[int, tuple[Chunk, DocumentHead]] = {}
+        for row in rows:
+            head = DocumentHead(
+                id=row["document_id"],
+                uri=row["uri"],
+                title=row["title"],
+                domain=row["domain"],
+                kind=DocumentKind(row["kind"]),
+                revision=row["revision"],
+            )
+            found[row["id"]] = (_chunk(row), head)
+        return found
+
+    def lexical_search(
+        self,
+        terms: Sequence[str],
+        k: int,
+        filters: SearchFilters,
+        *,
+        best_per_document: bool = False,
+        weights: tuple[float, float] = (1.0, 0.5),
+    ) -> list[Scored]:
+        match = fts_or_query(terms)
+        if not match or k <= 0:
+            return []
+        rank_fn = f"bm25({float(weights[0])!r}, {float(weights[1])!r})"
+        where, params = _filter_sql(filters)
+        if not where and not best_per_document:
+            sql = (
+                "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ?"
+                " ORDER BY rank LIMIT ?"
+            )
+            args: tuple[Any, ...] = (match, rank_fn, k)
+        else:
+            sql = _filtered_search_sql(where, best_per_document)
+            args = (match, rank_fn, *params, k)
+        try:
+            rows = self._connection().execute(sql, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise StorageError(f"lexical search failed for {match!r}: {exc}") from exc
+        return [Scored(int(row[0]), -float(row[1])) for row in rows]
+
+    # everything else
+
+    def stats(self) -> StoreStats:
+        conn = self._connection()
+        live, retired = conn.execute(
+            "SELECT count(*) FILTER (WHERE deleted_at IS NULL),"
+            " count(*) FILTER (WHERE deleted_at IS NOT NULL) FROM documents"
+        ).fetchone()
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return StoreStats(
+            documents=live,
+            retired_documents=retired,
+            chunks=chunks,
+            db_bytes=self.disk_bytes(),
+            schema_version=self.schema_version(),
+        )
+
+    def disk_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(f"{self.path}{suffix}")
+            if part.exists():
+                total += part.stat().st_size
+        return total
+
+    def record_capture(self, capture: Capture, max_rows: int) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO captures (at, operation, query, mode, filters, results, latency_ms)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    format_time(capture.at),
+                    capture.operation,
+                    capture.query,
+                    capture.mode,
+                    _dumps(dict(capture.filters)),
+                    _dumps(list(capture.results)),
+                    capture.latency_ms,
+                ),
+            )
+            conn.execute(
+                "DELETE FROM captures WHERE id <= (SELECT max(id) FROM captures) - ?", (max_rows,)
+            )
+
+    def captures(self) -> Iterator[Capture]:
+        rows = self._connection().execute(
+            "SELECT at, operation, query, mode, filters, results, latency_ms FROM captures"
+            " ORDER BY id"
+        )
+        for row in rows:
+            yield Capture(
+                at=parse_time(row["at"]),
+                operation=row["operation"],
+                query=row["query"],
+                mode=row["mode"],
+                filters=orjson.loads(row["filters"]),
+                results=tuple(orjson.loads(row["results"])),
+                latency_ms=row["latency_ms"],
+            )
+
+    def export_records(self) -> Iterator[dict[str, Any]]:
+        return transfer.export_records(self._connection(), self.schema_version())
+
+    def import_records(self, records: Iterable[Mapping[str, Any]]) -> ImportResult:
+        with self._transaction() as conn:
+            return transfer.import_records(conn, records)
+
+
+def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if filters.domain is not None:
+        clauses.append("d.domain = ?")
+        params.append(filters.domain)
+    if filters.path_prefix is not None:
+        clauses.append("substr(d.uri, 1, ?) = ?")
+        params.extend([len(filters.path_prefix), filters.path_prefix])
+    if filters.document_id is not None:
+        clauses.append("d.id = ?")
+        params.append(filters.document_id)
+    if filters.kind is not None:
+        clauses.append("d.kind = ?")
+        params.append(filters.kind.value)
+    if filters.updated_after is not None:
+        clauses.append("d.updated_at >= ?")
+        params.append(format_time(filters.updated_after))
+    if filters.updated_before is not None:
+        clauses.append("d.updated_at < ?")
+        params.append(format_time(filters.updated_before))
+    return " AND ".join(clauses), params
+
+
+def _filtered_search_sql(where: str, best_per_document: bool) -> str:
+    extra = f" AND {where}" if where else ""
+    inner = (
+        "SELECT f.rowid AS id, f.rank AS score, c.document_id AS doc"
+        " FROM chunks_fts f JOIN chunks c ON c.id = f.rowid"
+        " JOIN documents d ON d.id = c.document_id"
+        f" WHERE chunks_fts MATCH ? AND f.rank MATCH ?{extra}"
+    )
+    if not best_per_document:
+        return f"{inner} ORDER BY f.rank LIMIT ?"
+    return (
+        "SELECT id, score FROM (SELECT id, score, row_number() OVER"
+        f" (PARTITION BY doc ORDER BY score, id) AS n FROM ({inner})) WHERE n = 1"
+        " ORDER BY score, id LIMIT ?"
+    )

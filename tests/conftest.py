@@ -1,0 +1,87 @@
+"""Shared fixtures: a real SQLite brain on disk, a frozen clock, and a real server on loopback."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from nexusbrain.api import create_app
+from nexusbrain.api.guard import ServerSettings
+from nexusbrain.brain import Brain
+from nexusbrain.clock import FrozenClock
+from nexusbrain.config import Settings
+
+DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+
+
+@pytest.fixture
+def brain(tmp_path: Path, clock: FrozenClock) -> Iterator[Brain]:
+    with Brain(Settings(db_path=tmp_path / "brain.db"), clock=clock) as b:
+        yield b
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    url: str
+    brain: Brain
+
+    def client(self, **kwargs: object) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+
+def start_server(brain: Brain, settings: ServerSettings) -> tuple[uvicorn.Server, threading.Thread]:
+    config = uvicorn.Config(
+        create_app(brain, settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        access_log=False,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("test server did not start")
+        time.sleep(0.01)
+    return server, thread
+
+
+@pytest.fixture
+def live_server(brain: Brain) -> Iterator[LiveServer]:
+    yield from _serve(brain, ServerSettings(port=free_port()))
+
+
+@pytest.fixture
+def token_server(brain: Brain) -> Iterator[LiveServer]:
+    yield from _serve(brain, ServerSettings(port=free_port(), token="s3cret-token"))
+
+
+def _serve(brain: Brain, settings: ServerSettings) -> Iterator[LiveServer]:
+    server, thread = start_server(brain, settings)
+    try:
+        yield LiveServer(f"http://{settings.host}:{settings.port}", brain)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

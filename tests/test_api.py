@@ -1,0 +1,179 @@
+"""The HTTP API against a real server on loopback."""
+
+from __future__ import annotations
+
+import pytest
+
+from nexusbrain.api.guard import ServerSettings, check_bind
+from nexusbrain.errors import ConfigError
+
+from .conftest import LiveServer
+
+NOTE = {
+    "title": "Deploy",
+    "content": "# Deploy\n\nThe deploy failed: the key expired.",
+    "uri": "n/deploy.md",
+}
+
+
+def assert_error(response, status: int, code: str) -> dict:  # type: ignore[no-untyped-def]
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"code", "message"}
+    assert body["error"]["code"] == code
+    assert body["error"]["message"]
+    return body["error"]
+
+
+def test_ingest_search_get_delete(live_server: LiveServer) -> None:
+    with live_server.client() as http:
+        created = http.post("/ingest/markdown", json=NOTE).json()
+        assert created["status"] == "created" and created["chunks"] == 1
+        assert http.post("/ingest/markdown", json=NOTE).json()["status"] == "duplicate"
+        memory = http.post("/add", json={"text": "the key lives in vault", "tags": ["ops"]})
+        assert memory.json()["status"] == "created"
+        assert http.post("/add", json={"text": "the key lives in vault"}).json()["status"] == (
+            "duplicate"
+        )
+        hits = http.get("/search", params={"q": "why did the deploy fail", "k": 3}).json()["hits"]
+        assert hits[0]["uri"] == "n/deploy.md"
+        assert hits[0]["span"] == {"char_start": 0, "char_end": 45, "line_start": 1, "line_end": 3}
+        assert hits[0]["trace"]["retrievers"][0]["retriever"] == "bm25"
+        doc = http.get(f"/documents/{created['id']}", params={"chunks": "true"}).json()
+        assert doc["content"] == NOTE["content"] and len(doc["chunks"]) == 1
+        assert http.get("/documents", params={"uri": "n/deploy.md"}).json()["id"] == created["id"]
+        assert http.delete(f"/documents/{created['id']}").json()["status"] == "retired"
+        assert http.delete(f"/documents/{created['id']}").json()["status"] == "already_retired"
+        assert http.get("/search", params={"q": "deploy"}).json()["hits"] == []
+
+
+def test_conversation_turns_keep_their_ids(live_server: LiveServer) -> None:
+    body = {
+        "sessions": [
+            {
+                "id": "s1",
+                "conversation": "c1",
+                "turns": [
+                    {"speaker": "Ann", "text": "I adopted a puppy named Rex.", "id": "D1:1"},
+                    {"role": "Bob", "content": "Congratulations!", "id": "D1:2"},
+                ],
+            }
+        ]
+    }
+    with live_server.client() as http:
+        [result] = http.post("/ingest/conversation", json=body).json()["results"]
+        assert (result["status"], result["chunks"]) == ("created", 2)
+        [hit] = http.get("/search", params={"q": "puppy name", "k": 5}).json()["hits"]
+        assert hit["unit"] == "D1:1" and hit["kind"] == "conversation"
+        assert hit["text"] == "Ann: I adopted a puppy named Rex."
+
+
+def test_recall_respects_the_budget(live_server: LiveServer) -> None:
+    with live_server.client() as http:
+        for i in range(5):
+            http.post("/add", json={"text": f"fact {i} about the garden shed " + "x " * 30})
+        out = http.post("/recall", json={"query": "garden shed", "budget_tokens": 50}).json()
+        assert 0 < out["tokens_used"] <= 50 and out["dropped"] > 0
+
+
+def test_errors_share_one_shape(live_server: LiveServer) -> None:
+    with live_server.client() as http:
+        assert_error(http.get("/documents/999"), 404, "not_found")
+        assert_error(http.get("/no/such/route"), 404, "not_found")
+        assert_error(http.get("/search"), 422, "invalid_input")
+        assert_error(http.get("/search", params={"q": "x", "k": 0}), 422, "invalid_input")
+        assert_error(http.get("/search", params={"q": "   "}), 400, "invalid_input")
+        assert_error(http.get("/search", params={"q": "x", "kind": "bogus"}), 400, "invalid_input")
+        assert_error(http.post("/add", json={"text": ""}), 400, "invalid_input")
+        assert_error(http.post("/add", json={"text": "x", "bogus": 1}), 422, "invalid_input")
+        assert_error(http.post("/add", content=b"{not json"), 422, "invalid_input")
+        assert_error(http.post("/ingest/markdown", json={"title": "t"}), 422, "invalid_input")
+        assert_error(http.put("/health"), 405, "method_not_allowed")
+        assert_error(
+            http.post("/ingest/conversation", json={"sessions": [{"id": "s", "turns": [{}]}]}),
+            400,
+            "invalid_input",
+        )
+        assert_error(http.post("/import", content=b"[1]\n"), 400, "invalid_input")
+        assert_error(http.post("/import", content=b'{"type": "nope"}\n'), 400, "invalid_input")
+        assert http.get("/stats").json()["documents"] == 0  # nothing partial was stored
+
+
+def test_request_size_limit(brain, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from nexusbrain.config import Limits
+
+    from .conftest import _serve, free_port
+
+    settings = ServerSettings(port=free_port(), limits=Limits(max_request_bytes=1000))
+    for server in _serve(brain, settings):
+        with server.client() as http:
+            big = {"text": "x" * 5000}
+            assert_error(http.post("/add", json=big), 413, "too_large")
+
+            def chunks():  # type: ignore[no-untyped-def]
+                for _ in range(10):
+                    yield b"x" * 500
+
+            assert_error(http.post("/add", content=chunks()), 413, "too_large")
+            assert http.get("/stats").json()["documents"] == 0
+
+
+def test_export_import_round_trip_is_exact(live_server: LiveServer, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from nexusbrain.brain import Brain
+    from nexusbrain.config import Settings
+
+    from .conftest import _serve, free_port
+
+    with live_server.client() as http:
+        http.post("/ingest/markdown", json=NOTE)
+        http.post("/add", json={"text": "remember the milk", "tags": ["home"]})
+        doc_id = http.post("/add", json={"text": "to be retired"}).json()["id"]
+        http.delete(f"/documents/{doc_id}")
+        exported = http.get("/export").content
+    assert exported.count(b"\n") >= 7
+    with Brain(Settings(db_path=tmp_path / "other.db")) as other:
+        for server in _serve(other, ServerSettings(port=free_port())):
+            with server.client() as http:
+                result = http.post("/import", content=exported).json()
+                assert result["documents"] == 3 and result["skipped"] == 0
+                assert http.get("/export").content == exported
+                again = http.post("/import", content=exported).json()
+                assert again["documents"] == 0 and again["skipped"] > 0
+                assert http.get("/export").content == exported
+
+
+def test_token_is_required_when_set(token_server: LiveServer) -> None:
+    with token_server.client() as http:
+        assert_error(http.get("/health"), 401, "unauthorized")
+        assert_error(
+            http.get("/health", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized"
+        )
+        ok = http.get("/health", headers={"Authorization": "Bearer s3cret-token"})
+        assert ok.status_code == 200
+
+
+def test_binding_beyond_loopback_needs_a_token() -> None:
+    with pytest.raises(ConfigError, match="BRAIN_API_TOKEN"):
+        check_bind(ServerSettings(host="0.0.0.0"))
+    check_bind(ServerSettings(host="0.0.0.0", token="t"))
+    check_bind(ServerSettings(host="127.0.0.1"))
+    check_bind(ServerSettings(host="::1"))
+
+
+def test_openapi_schema_is_served_and_lists_the_routes(live_server: LiveServer) -> None:
+    with live_server.client() as http:
+        schema = http.get("/openapi.json").json()
+    for path in (
+        "/search",
+        "/recall",
+        "/add",
+        "/ingest/markdown",
+        "/ingest/conversation",
+        "/documents/{document_id}",
+        "/export",
+        "/import",
+        "/stats",
+        "/health",
+    ):
+        assert path in schema["paths"], path

@@ -1,0 +1,93 @@
+"""The CLI: every command has help with an example, --json works, errors exit 1 in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from nexusbrain.cli.main import cli
+
+
+@pytest.fixture
+def run(tmp_path: Path):  # type: ignore[no-untyped-def]
+    db = tmp_path / "cli.db"
+
+    def invoke(*args: str, input: str | None = None) -> click.testing.Result:
+        return CliRunner().invoke(cli, ["--db", str(db), *args], input=input)
+
+    return invoke
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    assert isinstance(cli, click.Group)
+    for name in cli.commands:
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0, name
+        assert "Example:" in result.output, f"{name} help has no example"
+        example = result.output.split("Example:", 1)[1].split("Options:", 1)[0]
+        assert any(
+            line.strip().startswith("nexusbrain") and f" {name}" in line
+            for line in example.splitlines()
+        ), f"{name}'s example does not run it"
+
+
+def test_ingest_search_get_with_json(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Alpha\n\nThe alpha release shipped in May.\n")
+    first = json.loads(run("ingest-dir", str(notes), "--json").output)
+    assert {k: first[k] for k in ("added", "updated", "unchanged", "deleted", "chunks")} == {
+        "added": 1,
+        "updated": 0,
+        "unchanged": 0,
+        "deleted": 0,
+        "chunks": 1,
+    }
+    second = json.loads(run("ingest-dir", str(notes), "--json").output)
+    assert second["unchanged"] == 1 and second["chunks"] == 0
+    found = json.loads(run("search", "when did alpha ship", "--json").output)
+    assert found["hits"][0]["uri"] == (notes / "a.md").resolve().as_posix()
+    text = run("search", "alpha", "--explain").output
+    assert "bm25: rank 1" in text
+    doc = json.loads(run("get", str(notes / "a.md"), "--json").output)
+    assert doc["title"] == "Alpha"
+    assert (
+        run("get", "1", "--lines", "3")
+        .output.rstrip()
+        .endswith("The alpha release shipped in May.")
+    )
+    stats = json.loads(run("stats", "--json").output)
+    assert stats["documents"] == 1 and stats["chunks"] == 1
+
+
+def test_add_recall_export_import(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert json.loads(run("add", "buy oat milk", "--tag", "home", "--json").output)["status"] == (
+        "created"
+    )
+    assert "duplicate" in run("add", "buy oat milk").output
+    recall = json.loads(run("recall", "milk", "--budget", "50", "--json").output)
+    assert recall["hits"][0]["text"] == "buy oat milk"
+    backup = tmp_path / "backup.jsonl"
+    assert run("export", "-o", str(backup)).exit_code == 0
+    other = tmp_path / "other.db"
+    result = CliRunner().invoke(cli, ["--db", str(other), "import", str(backup), "--json"])
+    assert json.loads(result.output)["documents"] == 1
+    again = CliRunner().invoke(cli, ["--db", str(other), "export"])
+    assert again.output == backup.read_text()
+
+
+def test_errors_are_one_line_and_exit_1(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    missing = run("get", "42")
+    assert missing.exit_code == 1
+    assert missing.output.strip() == "error: no document with id 42"
+    empty = run("search", "  ")
+    assert empty.exit_code == 1 and empty.output.startswith("error: query is empty")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.md").write_bytes(b"\xff\xfe")
+    result = run("ingest-dir", str(bad))
+    assert result.exit_code == 1 and "not valid UTF-8" in result.output

@@ -1,0 +1,135 @@
+"""ingest-dir: incremental, exact spans, deletions, and clear errors for bad files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from nexusbrain.brain import Brain
+from nexusbrain.clock import FrozenClock
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def fingerprint(db: Path) -> tuple[str, ...]:
+    """The bytes of the database and its WAL: any committed write changes them."""
+    parts = []
+    for suffix in ("", "-wal"):
+        file = Path(f"{db}{suffix}")
+        parts.append(hashlib.sha256(file.read_bytes()).hexdigest() if file.exists() else "-")
+    return tuple(parts)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    write(
+        root / "deploy.md",
+        "# Deploy\n\nThe deploy failed: the API key expired.\n\n## Fix\n\n"
+        "Rotate the key.\n\n```sh\nvault rotate\n\n# not a heading\n```\n",
+    )
+    write(root / "sub" / "groceries.txt", "milk, eggs, bread\n")
+    write(root / "sub" / "ideas.markdown", "---\ntitle: Ideas\ntags: [x]\n---\nA flying car.\n")
+    write(root / ".obsidian" / "hidden.md", "hidden config text")
+    write(root / "image.png", b"\x89PNG")
+    return root
+
+
+def test_first_ingest_adds_every_markdown_file(brain: Brain, vault: Path) -> None:
+    report = brain.ingest_dir(vault)
+    assert (report.added, report.updated, report.unchanged, report.deleted) == (3, 0, 0, 0)
+    assert report.errors == ()
+    ideas = brain.find_document((vault / "sub" / "ideas.markdown").as_posix())
+    assert ideas.title == "Ideas"
+    assert ideas.metadata["front_matter"] == {"title": "Ideas", "tags": ["x"]}
+    assert [c.text for c in brain.document_chunks(ideas.id)] == ["A flying car."]
+    assert brain.search("hidden config") == []
+
+
+def test_second_ingest_of_unchanged_files_makes_no_writes(brain: Brain, vault: Path) -> None:
+    brain.ingest_dir(vault)
+    before = fingerprint(brain.settings.db_path)
+    report = brain.ingest_dir(vault)
+    assert (report.added, report.updated, report.unchanged, report.chunks) == (0, 0, 3, 0)
+    assert fingerprint(brain.settings.db_path) == before
+
+
+def test_changed_file_is_rechunked_and_deleted_file_retired(
+    brain: Brain, vault: Path, clock: FrozenClock
+) -> None:
+    brain.ingest_dir(vault)
+    clock.advance(hours=1)
+    write(vault / "deploy.md", "# Deploy\n\nThe deploy now succeeds.\n")
+    (vault / "sub" / "groceries.txt").unlink()
+    report = brain.ingest_dir(vault)
+    assert (report.added, report.updated, report.unchanged, report.deleted) == (0, 1, 1, 1)
+    assert brain.search("milk eggs") == []
+    assert brain.search("expired") == []
+    [hit] = brain.search("succeeds")
+    assert hit.text == "# Deploy\n\nThe deploy now succeeds."
+    events = [h["event"] for h in brain.document_history(hit.document_id)]
+    assert events == ["created", "updated"]
+
+
+def test_every_chunk_span_slices_back_to_its_text(brain: Brain, vault: Path) -> None:
+    brain.ingest_dir(vault)
+    deploy = brain.find_document((vault / "deploy.md").as_posix())
+    chunks = brain.document_chunks(deploy.id)
+    assert len(chunks) == 2
+    lines = deploy.content.split("\n")
+    for chunk in chunks:
+        assert deploy.content[chunk.char_start : chunk.char_end] == chunk.text
+        assert deploy.content.count("\n", 0, chunk.char_start) + 1 == chunk.line_start
+        assert "\n".join(lines[chunk.line_start - 1 : chunk.line_end]) == chunk.text
+    assert chunks[1].heading_path == ("Deploy", "Fix")
+    assert "# not a heading" in chunks[1].text  # the code fence stayed whole
+
+
+def test_bad_files_are_named_with_their_reason_and_the_rest_ingests(
+    brain: Brain, vault: Path, tmp_path: Path
+) -> None:
+    write(vault / "latin1.md", "caf\xe9".encode("latin-1"))
+    write(vault / "empty.md", "  \n\n")
+    outside = write(tmp_path / "outside.md", "secret outside the root")
+    os.symlink(outside, vault / "link-out.md")
+    os.symlink(vault, vault / "sub" / "loop")
+    brain.settings = type(brain.settings)(
+        db_path=brain.settings.db_path,
+        limits=type(brain.settings.limits)(max_document_bytes=200),
+    )
+    write(vault / "big.md", "word " * 100)
+    report = brain.ingest_dir(vault)
+    reasons = {Path(p.path).name: p.reason for p in report.errors}
+    assert "not valid UTF-8" in reasons["latin1.md"]
+    assert "empty" in reasons["empty.md"]
+    assert "outside the root" in reasons["link-out.md"]
+    assert "loop" in reasons["loop"]
+    assert "over the limit of 200 bytes" in reasons["big.md"]
+    assert report.added == 3
+    assert brain.search("secret outside") == []
+
+
+def test_a_file_that_turns_bad_keeps_its_last_good_version(brain: Brain, vault: Path) -> None:
+    brain.ingest_dir(vault)
+    write(vault / "deploy.md", b"\xff\xfe broken")
+    report = brain.ingest_dir(vault)
+    assert [Path(p.path).name for p in report.errors] == ["deploy.md"]
+    assert report.deleted == 0
+    assert brain.search("expired")
+
+
+def test_missing_folder_is_a_clear_error(brain: Brain, tmp_path: Path) -> None:
+    from nexusbrain.errors import NotFound
+
+    with pytest.raises(NotFound, match="no such folder"):
+        brain.ingest_dir(tmp_path / "nope")

@@ -1,0 +1,114 @@
+"""Lexical search: natural-language questions work, any text is safe, hits explain themselves."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nexusbrain.brain import Brain
+from nexusbrain.errors import InvalidInput
+from nexusbrain.retrieval.filters import make_filters
+from nexusbrain.retrieval.terms import query_terms
+from nexusbrain.retrieval.tokens import count_tokens
+from nexusbrain.storage.fts import fts_or_query
+
+
+def seed(brain: Brain) -> None:
+    brain.ingest_markdown("# Cats\n\nCats sleep most of the day.", title="Cats", uri="pets/cats.md")
+    brain.ingest_markdown(
+        "# Dogs\n\nDogs need a daily walk.", title="Dogs", uri="pets/dogs.md", domain="dogs"
+    )
+    brain.ingest_markdown('# Quotes\n\nHe said "AND" OR (NEAR) * ^ :', title="Q", uri="q.md")
+
+
+def test_a_question_finds_the_answer_even_when_not_every_word_matches(brain: Brain) -> None:
+    seed(brain)
+    hits = brain.search("How long do cats usually sleep?")
+    assert hits[0].uri == "pets/cats.md"
+    assert hits[0].rank == 1 and hits[0].score > 0
+
+
+def test_every_hit_cites_its_source_and_traces_its_rank(brain: Brain) -> None:
+    seed(brain)
+    [hit] = brain.search("walk", k=5)
+    doc = brain.get_document(hit.document_id)
+    assert (hit.uri, hit.domain, hit.revision) == ("pets/dogs.md", "dogs", doc.revision)
+    assert doc.content[hit.char_start : hit.char_end] == hit.text
+    assert (hit.line_start, hit.line_end, hit.heading_path) == (1, 3, ("Dogs",))
+    [trace] = hit.trace.retrievers
+    assert (trace.retriever, trace.rank, trace.score) == ("bm25", 1, hit.score)
+
+
+def test_filters_narrow_the_results(brain: Brain) -> None:
+    seed(brain)
+    assert [h.uri for h in brain.search("cats dogs", filters=make_filters(domain="dogs"))] == [
+        "pets/dogs.md"
+    ]
+    assert {
+        h.uri for h in brain.search("cats dogs", filters=make_filters(path_prefix="pets/"))
+    } == {
+        "pets/cats.md",
+        "pets/dogs.md",
+    }
+    assert brain.search("cats", filters=make_filters(path_prefix="other/")) == []
+
+
+def test_fts_syntax_in_a_query_is_just_words(brain: Brain) -> None:
+    seed(brain)
+    assert brain.search('"AND" OR (NEAR) *')[0].uri == "q.md"
+    assert brain.search("^ : * ( ) \" '") == []
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(min_size=1, max_size=60))
+def test_no_text_can_break_the_full_text_query(brain: Brain, query: str) -> None:
+    if not brain.store.stats().documents:  # seed once per brain
+        seed(brain)
+    if not query.strip():
+        with pytest.raises(InvalidInput):
+            brain.search(query)
+        return
+    hits = brain.search(query, k=3)
+    assert all(h.rank == i for i, h in enumerate(hits, start=1))
+
+
+@given(st.lists(st.text(max_size=8), max_size=6))
+def test_fts_terms_are_quoted_and_doubled(terms: list[str]) -> None:
+    query = fts_or_query(terms)
+    kept = [t for t in terms if t]
+    assert query.count(" OR ") >= max(0, len(kept) - 1)
+    for term in kept:
+        assert '"' + term.replace('"', '""') + '"' in query
+
+
+def test_query_terms_drop_stopwords_unless_nothing_is_left() -> None:
+    assert query_terms("What is the cause of the outage?") == ["what", "cause", "outage"]
+    assert query_terms("to be or not to be") == ["to", "be", "or", "not"]
+
+
+def test_token_count_is_words_and_punctuation() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("hello, world!") == 4
+    assert count_tokens("retrieval") == 2  # 9 characters: two six-character pieces
+
+
+def test_bad_search_arguments_are_refused(brain: Brain) -> None:
+    with pytest.raises(InvalidInput, match="empty"):
+        brain.search("   ")
+    with pytest.raises(InvalidInput, match="k=0"):
+        brain.search("cats", k=0)
+    with pytest.raises(InvalidInput, match="not an ISO-8601"):
+        make_filters(updated_after="yesterday")
+
+
+def test_recall_keeps_to_its_budget(brain: Brain) -> None:
+    for i in range(6):
+        brain.add_memory(f"memory {i}: the server room key is in drawer {i} " + "pad " * 20)
+    result = brain.recall("server room key drawer", k=6, budget_tokens=60)
+    assert result.tokens_used <= 60
+    assert result.tokens_used == sum(count_tokens(h.text) for h in result.hits)
+    assert len(result.hits) + result.dropped == 6
+    assert result.dropped > 0
