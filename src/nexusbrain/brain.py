@@ -25,6 +25,7 @@ from nexusbrain.records import (
     Hit,
     ImportResult,
     SearchFilters,
+    SearchMode,
     StoreStats,
     WriteResult,
 )
@@ -172,11 +173,13 @@ class Brain:
         k: int = 10,
         filters: SearchFilters | None = None,
         best_per_document: bool = False,
+        mode: SearchMode | str = SearchMode.BALANCED,
     ) -> list[Hit]:
         """The k best chunks for a natural-language query, each with its trace."""
         started = time.perf_counter()
+        chosen = parse_mode(mode)
         hits = self._search(query, k, filters or SearchFilters(), best_per_document)
-        self._capture("search", query, None, filters, hits, started)
+        self._capture("search", query, chosen, filters, hits, started)
         return hits
 
     def _search(
@@ -200,6 +203,7 @@ class Brain:
         k: int = 10,
         budget_tokens: int = 2_000,
         filters: SearchFilters | None = None,
+        mode: SearchMode | str = SearchMode.BALANCED,
     ) -> Recall:
         """The best hits, in rank order, that fit within `budget_tokens`."""
         if not 1 <= budget_tokens <= self.settings.limits.max_budget_tokens:
@@ -208,9 +212,10 @@ class Brain:
                 f"{self.settings.limits.max_budget_tokens}"
             )
         started = time.perf_counter()
+        chosen = parse_mode(mode)
         hits = self._search(query, k, filters or SearchFilters(), False)
         kept, used = _fit_budget(hits, budget_tokens)
-        self._capture("recall", query, None, filters, kept, started)
+        self._capture("recall", query, chosen, filters, kept, started)
         return Recall(query, tuple(kept), budget_tokens, used, len(hits) - len(kept))
 
     def _check_query(self, query: str, k: int) -> None:
@@ -284,6 +289,14 @@ class Brain:
 
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> ImportResult:
         return self.store.import_records(records)
+
+
+def parse_mode(mode: SearchMode | str) -> SearchMode:
+    try:
+        return SearchMode(mode)
+    except ValueError:
+        choices = ", ".join(m.value for m in SearchMode)
+        raise InvalidInput(f"mode={mode!r} is not one of: {choices}") from None
 
 
 def _fit_budget(hits: Sequence[Hit], budget: int) -> tuple[list[Hit], int]:

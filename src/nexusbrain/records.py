@@ -15,6 +15,14 @@ class DocumentKind(StrEnum):
     CONVERSATION = "conversation"
 
 
+class SearchMode(StrEnum):
+    """Named presets that trade context tokens for recall (see retrieval/modes.py)."""
+
+    CONSERVATIVE = "conservative"
+    BALANCED = "balanced"
+    TOKENMAX = "tokenmax"
+
+
 class WriteStatus(StrEnum):
     CREATED = "created"
     UPDATED = "updated"

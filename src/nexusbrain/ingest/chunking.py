@@ -2,27 +2,32 @@
 
 The rules, in the order they apply:
 
-1. Blocks. From `start` on, lines (ended by ``\\n``, ``\\r\\n`` or ``\\r``) group into blocks:
+1. Blocks. From `start` on, lines (ended by ``\n``, ``\r\n`` or ``\r``) group into blocks:
    an ATX heading line (``#``..``######``, at most 3 leading spaces) is one block; a fenced
    code block (``` or ~~~, 3+ characters, closed by a fence of the same character at least as
    long; unclosed, it runs to the end) is one atomic block, blank and ``#`` lines included;
    other lines form paragraphs, split at blank lines. A paragraph followed by a ``===`` or
-   ``---`` underline is a setext heading (level 1 or 2) and becomes one heading block.
-   Every block is trimmed of surrounding whitespace, so every chunk is too.
+   ``---`` underline is a setext heading (level 1 or 2) and becomes one heading block, unless
+   the paragraph opens like a list item or quote; a ``---``/``***``/``___`` line that is not
+   an underline is a thematic break, a block of its own. Blocks are trimmed of surrounding
+   whitespace, so chunks are too. Headings before `start` are not seen.
 2. Long blocks. A non-fence block over `max_chars` is cut at sentence ends (``.``, ``?`` or
    ``!`` followed by whitespace), a sentence still over `max_chars` at whitespace, and a word
-   still over it into `max_chars` slices. A fence is never cut, however long.
+   still over it into `max_chars` slices; the pieces are blocks for packing. A fence is never
+   cut, however long.
 3. Packing. Blocks join the open chunk while it stays within `target_chars`; a block that does
-   not fit starts a new chunk. Every heading starts a new chunk, and its line is the first
-   line of that chunk. There is no tail merging: the last chunk of a section may be small.
+   not fit starts a new chunk (so a block between `target_chars` and `max_chars` is a chunk of
+   its own). A heading starts a new chunk and is its first line. There is no tail merging:
+   the last chunk of a section may be small.
 4. Headings are never left alone. While a chunk holds only heading lines, the next block
-   joins it whatever `target_chars` says, as long as the chunk stays within `max_chars` (or
-   the block is a fence already over `max_chars`). So a heading followed directly by a
-   sub-heading shares a chunk with the sub-heading and its first text; a heading-only chunk
-   remains only at the end of a document or before a block too big to join.
+   (heading or not) joins it whatever `target_chars` says, as long as the chunk stays within
+   `max_chars` (or the block is a fence over `max_chars` by itself). So a heading directly
+   followed by a sub-heading shares a chunk with the sub-heading and its first text; a
+   heading-only chunk remains only at the end of the text or before a block too big to join.
 5. Heading path. Headings form a stack (a new level-n heading pops levels >= n). A chunk's
-   `heading_path` is the stack at its last block, so a chunk that starts with its own heading
-   ends its path with that heading's text.
+   `heading_path` is the stack at its last block: a chunk that starts with its own heading
+   ends its path with that heading's text, and a chunk of glued headings (rule 4) has the
+   path of the last of them.
 
 Hence: spans are ordered, never overlap, cover every non-whitespace character from `start`
 on, and none is over `max_chars` unless it holds a fence that is over `max_chars` by itself.

@@ -102,7 +102,7 @@ class SQLiteStore:
 
     # connections and transactions
 
-    def _connection(self) -> sqlite3.Connection:
+    def connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -117,8 +117,8 @@ class SQLiteStore:
         return conn
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connection()
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self.connection()
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -136,7 +136,7 @@ class SQLiteStore:
         self._local = threading.local()
 
     def _migrate(self) -> None:
-        conn = self._connection()
+        conn = self.connection()
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations"
             " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
@@ -159,14 +159,14 @@ class SQLiteStore:
                     raise
 
     def schema_version(self) -> int:
-        row = self._connection().execute("SELECT max(version) FROM schema_migrations").fetchone()
+        row = self.connection().execute("SELECT max(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
 
     # documents
 
     def get_document(self, document_id: int) -> Document:
         row = (
-            self._connection()
+            self.connection()
             .execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,))
             .fetchone()
         )
@@ -176,14 +176,14 @@ class SQLiteStore:
 
     def find_document(self, uri: str) -> Document | None:
         row = (
-            self._connection()
+            self.connection()
             .execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE uri = ?", (uri,))
             .fetchone()
         )
         return _document(row) if row else None
 
     def revisions_under(self, uri_prefix: str) -> Mapping[str, str]:
-        rows = self._connection().execute(
+        rows = self.connection().execute(
             "SELECT uri, revision FROM documents"
             " WHERE substr(uri, 1, length(?)) = ? AND deleted_at IS NULL",
             (uri_prefix, uri_prefix),
@@ -193,7 +193,7 @@ class SQLiteStore:
     def write_document(
         self, draft: DocumentDraft, chunks: Sequence[ChunkDraft], now: datetime
     ) -> WriteResult:
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             row = conn.execute(
                 "SELECT id, revision, deleted_at FROM documents WHERE uri = ?", (draft.uri,)
             ).fetchone()
@@ -294,7 +294,7 @@ class SQLiteStore:
 
     def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
         retired = 0
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             for document_id in document_ids:
                 row = conn.execute(
                     "SELECT revision, title FROM documents WHERE id = ? AND deleted_at IS NULL",
@@ -315,7 +315,7 @@ class SQLiteStore:
 
     def document_history(self, document_id: int) -> list[Mapping[str, Any]]:
         self.get_document(document_id)
-        rows = self._connection().execute(
+        rows = self.connection().execute(
             "SELECT revision, title, event, recorded_at FROM document_revisions"
             " WHERE document_id = ? ORDER BY id",
             (document_id,),
@@ -325,7 +325,7 @@ class SQLiteStore:
     # chunks and search
 
     def chunks_of(self, document_id: int) -> list[Chunk]:
-        rows = self._connection().execute(
+        rows = self.connection().execute(
             f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.document_id = ? ORDER BY c.ordinal",
             (document_id,),
         )
@@ -335,7 +335,7 @@ class SQLiteStore:
         if not chunk_ids:
             return {}
         marks = ",".join("?" * len(chunk_ids))
-        rows = self._connection().execute(
+        rows = self.connection().execute(
             f"SELECT {_CHUNK_COLUMNS}, d.uri, d.title, d.domain, d.kind, d.revision"
             f" FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})",
             tuple(chunk_ids),
@@ -377,7 +377,7 @@ class SQLiteStore:
             sql = _filtered_search_sql(where, best_per_document)
             args = (match, rank_fn, *params, k)
         try:
-            rows = self._connection().execute(sql, args).fetchall()
+            rows = self.connection().execute(sql, args).fetchall()
         except sqlite3.OperationalError as exc:
             raise StorageError(f"lexical search failed for {match!r}: {exc}") from exc
         return [Scored(int(row[0]), -float(row[1])) for row in rows]
@@ -385,7 +385,7 @@ class SQLiteStore:
     # everything else
 
     def stats(self) -> StoreStats:
-        conn = self._connection()
+        conn = self.connection()
         live, retired = conn.execute(
             "SELECT count(*) FILTER (WHERE deleted_at IS NULL),"
             " count(*) FILTER (WHERE deleted_at IS NOT NULL) FROM documents"
@@ -408,7 +408,7 @@ class SQLiteStore:
         return total
 
     def record_capture(self, capture: Capture, max_rows: int) -> None:
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO captures (at, operation, query, mode, filters, results, latency_ms)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -427,7 +427,7 @@ class SQLiteStore:
             )
 
     def captures(self) -> Iterator[Capture]:
-        rows = self._connection().execute(
+        rows = self.connection().execute(
             "SELECT at, operation, query, mode, filters, results, latency_ms FROM captures"
             " ORDER BY id"
         )
@@ -443,10 +443,10 @@ class SQLiteStore:
             )
 
     def export_records(self) -> Iterator[dict[str, Any]]:
-        return transfer.export_records(self._connection(), self.schema_version())
+        return transfer.export_records(self.connection(), self.schema_version())
 
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> ImportResult:
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             return transfer.import_records(conn, records)
 
 
