@@ -19,6 +19,7 @@ from nexusbrain.api.guard import ServerSettings
 from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Settings
+from nexusbrain.embeddings.profiles import Profile
 
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
@@ -30,7 +31,7 @@ def clock() -> FrozenClock:
 
 @pytest.fixture
 def brain(tmp_path: Path, clock: FrozenClock) -> Iterator[Brain]:
-    with Brain(Settings(db_path=tmp_path / "brain.db"), clock=clock) as b:
+    with Brain(Settings(db_path=tmp_path / "brain.db", embedder=Profile.HASHING), clock=clock) as b:
         yield b
 
 

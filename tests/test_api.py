@@ -64,7 +64,7 @@ def test_conversation_turns_keep_their_ids(live_server: LiveServer) -> None:
     with live_server.client() as http:
         [result] = http.post("/ingest/conversation", json=body).json()["results"]
         assert (result["status"], result["chunks"]) == ("created", 2)
-        [hit] = http.get("/search", params={"q": "puppy name", "k": 5}).json()["hits"]
+        hit = http.get("/search", params={"q": "puppy name", "k": 5}).json()["hits"][0]
         assert hit["unit"] == "D1:1" and hit["kind"] == "conversation"
         assert hit["text"] == "Ann: I adopted a puppy named Rex."
 

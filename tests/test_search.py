@@ -31,13 +31,15 @@ def test_a_question_finds_the_answer_even_when_not_every_word_matches(brain: Bra
 
 def test_every_hit_cites_its_source_and_traces_its_rank(brain: Brain) -> None:
     seed(brain)
-    [hit] = brain.search("walk", k=5)
+    hit = brain.search("walk", k=5)[0]
     doc = brain.get_document(hit.document_id)
     assert (hit.uri, hit.domain, hit.revision) == ("pets/dogs.md", "dogs", doc.revision)
     assert doc.content[hit.char_start : hit.char_end] == hit.text
     assert (hit.line_start, hit.line_end, hit.heading_path) == (1, 3, ("Dogs",))
-    [trace] = hit.trace.retrievers
-    assert (trace.retriever, trace.rank, trace.score) == ("bm25", 1, hit.score)
+    bm25 = next(r for r in hit.trace.retrievers if r.retriever == "bm25")
+    assert bm25.rank == 1 and bm25.score > 0
+    assert hit.trace.fused_rank == 1
+    assert hit.score == pytest.approx(sum(c.contribution for c in hit.trace.fusion))
 
 
 def test_filters_narrow_the_results(brain: Brain) -> None:

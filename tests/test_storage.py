@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nexusbrain.errors import NotFound
+from nexusbrain.errors import NotFound, StorageError
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, SearchFilters, WriteStatus
 from nexusbrain.storage import SQLiteStore
 from nexusbrain.storage.migrations import LATEST
@@ -58,7 +58,7 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "b.db")
     store.write_document(draft(), [chunk()], NOW)
     clashing = [chunk("one", 0), chunk("two", 0)]  # same ordinal twice violates UNIQUE
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(StorageError, match="nothing was changed"):
         store.write_document(draft(revision="r2", text="one two"), clashing, NOW)
     doc = store.find_document("a.md")
     assert doc is not None and doc.revision == "r1"

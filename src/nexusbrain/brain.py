@@ -13,7 +13,10 @@ import psutil
 from nexusbrain import __version__
 from nexusbrain.clock import Clock, utc_now
 from nexusbrain.config import Settings
-from nexusbrain.errors import InvalidInput, NotFound
+from nexusbrain.embeddings import load_embedder
+from nexusbrain.errors import ConfigError, InvalidInput, NotFound
+from nexusbrain.graph import Graph
+from nexusbrain.graph.model import GraphFact
 from nexusbrain.ingest.conversation import Session, prepare_session
 from nexusbrain.ingest.directory import DirectoryReport, Progress, ingest_directory
 from nexusbrain.ingest.documents import Prepared, content_hash, decode_utf8, prepare_markdown
@@ -28,11 +31,17 @@ from nexusbrain.records import (
     SearchMode,
     StoreStats,
     WriteResult,
+    WriteStatus,
 )
-from nexusbrain.retrieval.hits import build_hits
-from nexusbrain.retrieval.lexical import bm25_search, traced
+from nexusbrain.retrieval.explain import Explanation, explain
+from nexusbrain.retrieval.hits import with_neighbours
+from nexusbrain.retrieval.modes import PRESETS, SearchConfig
+from nexusbrain.retrieval.pipeline import Searcher
 from nexusbrain.retrieval.tokens import count_tokens
+from nexusbrain.retrieval.vectors import VectorIndex, VectorWriter
 from nexusbrain.storage import SQLiteStore, Store
+from nexusbrain.storage.graph_base import GraphStore
+from nexusbrain.storage.graph_sqlite import SQLiteGraphStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +53,7 @@ class Recall:
     budget_tokens: int
     tokens_used: int
     dropped: int
+    graph_context: tuple[GraphFact, ...] = ()  # relationships of entities the hits name
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +73,11 @@ class Brain:
         self.settings = settings
         self.store: Store = store or SQLiteStore(settings.db_path)
         self.clock = clock
+        self.embedder = load_embedder(settings.embedder)
+        self.vectors = VectorWriter(self.store, self.embedder) if self.embedder else None
+        self.index = VectorIndex(self.store, self.embedder) if self.embedder else None
+        self.searcher = Searcher(self.store, settings.lexical, self.embedder, self.index)
+        self.graph = Graph(_graph_store(self.store), settings.graph, clock)
 
     @classmethod
     def open(cls, db_path: str | Path | None = None, *, clock: Clock = utc_now) -> Brain:
@@ -101,7 +116,7 @@ class Brain:
             metadata=metadata,
             revision=revision,
         )
-        return self._write(prepared)
+        return self._write_notes([prepared])[0]
 
     def add_memory(
         self,
@@ -155,14 +170,54 @@ class Brain:
             chunking=self.settings.chunking,
             max_bytes=self.settings.limits.max_document_bytes,
             clock=self.clock,
+            write=self._write_notes,
+            retire=self._retire,
             progress=progress,
         )
+
+    def embed_missing(self, progress: Progress | None = None) -> int:
+        """Embed every chunk without a vector for the current model (after a model change or
+        an import). Returns how many were embedded."""
+        return self.vectors.backfill(progress) if self.vectors else 0
 
     def _checked_text(self, text: str, field: str) -> str:
         return decode_utf8(text.encode("utf-8"), field, self.settings.limits.max_document_bytes)
 
     def _write(self, prepared: Prepared) -> WriteResult:
-        return self.store.write_document(prepared.draft, prepared.chunks, self.clock())
+        return self._write_batch([prepared])[0]
+
+    def _write_batch(self, batch: Sequence[Prepared]) -> list[WriteResult]:
+        """Documents, their chunks and any new vectors, in one transaction."""
+        items = [(p.draft, list(p.chunks)) for p in batch]
+        vectors = None
+        if self.vectors is not None:
+            every = [c for _, chunks in items for c in chunks]
+            hashed, vectors = self.vectors.prepare(every)
+            items, start = [], 0
+            for p in batch:
+                items.append((p.draft, hashed[start : start + len(p.chunks)]))
+                start += len(p.chunks)
+        return self.store.write_documents(items, self.clock(), vectors)
+
+    def _retire(self, document_ids: Sequence[int]) -> int:
+        now = self.clock()
+        retired = self.store.retire_documents(document_ids, now)
+        self.graph.retract_notes(document_ids, now)
+        return retired
+
+    def _write_notes(self, batch: Sequence[Prepared]) -> list[WriteResult]:
+        """Write markdown notes, then bring the graph edges each states (wikilinks, front
+        matter relations) in line with it. A bad relation refuses the note before any write."""
+        stated = [
+            self.graph.note_edges(p.draft.title, p.front_matter, p.draft.content) for p in batch
+        ]
+        results = self._write_batch(batch)
+        now = self.clock()
+        for result, edges in zip(results, stated, strict=True):
+            changed = result.status is WriteStatus.UPDATED or edges
+            if result.status is not WriteStatus.DUPLICATE and changed:
+                self.graph.sync_note(result.document_id, edges, now)
+        return results
 
     # retrieval
 
@@ -170,53 +225,95 @@ class Brain:
         self,
         query: str,
         *,
-        k: int = 10,
+        k: int | None = None,
         filters: SearchFilters | None = None,
         best_per_document: bool = False,
         mode: SearchMode | str = SearchMode.BALANCED,
     ) -> list[Hit]:
-        """The k best chunks for a natural-language query, each with its trace."""
+        """The best chunks for a natural-language query, each with its trace. `k` defaults
+        to the mode's."""
         started = time.perf_counter()
-        chosen = parse_mode(mode)
-        hits = self._search(query, k, filters or SearchFilters(), best_per_document)
-        self._capture("search", query, chosen, filters, hits, started)
+        config = PRESETS[parse_mode(mode)]
+        hits = self._search(query, config.k if k is None else k, filters, best_per_document, config)
+        self._capture("search", query, mode, filters, hits, started)
         return hits
 
     def _search(
-        self, query: str, k: int, filters: SearchFilters, best_per_document: bool
+        self,
+        query: str,
+        k: int,
+        filters: SearchFilters | None,
+        best_per_document: bool,
+        config: SearchConfig,
     ) -> list[Hit]:
         self._check_query(query, k)
-        results = bm25_search(
-            self.store,
-            query,
-            k,
-            filters,
-            self.settings.lexical,
-            best_per_document=best_per_document,
+        return self.searcher.search(
+            query, k, filters or SearchFilters(), config, best_per_document=best_per_document
         )
-        return build_hits(self.store, traced(results))
 
     def recall(
         self,
         query: str,
         *,
-        k: int = 10,
-        budget_tokens: int = 2_000,
+        k: int | None = None,
+        budget_tokens: int | None = None,
         filters: SearchFilters | None = None,
         mode: SearchMode | str = SearchMode.BALANCED,
+        graph: bool | None = None,
     ) -> Recall:
-        """The best hits, in rank order, that fit within `budget_tokens`."""
-        if not 1 <= budget_tokens <= self.settings.limits.max_budget_tokens:
+        """The best hits, in rank order, that fit within the token budget (the mode's by
+        default). `tokenmax` also brings each hit's neighbouring chunks as context. With
+        `graph` (the default in tokenmax), the current relationships of entities the top hits
+        name follow as `graph_context`, within what is left of the budget."""
+        config = PRESETS[parse_mode(mode)]
+        budget = config.budget_tokens if budget_tokens is None else budget_tokens
+        if not 1 <= budget <= self.settings.limits.max_budget_tokens:
             raise InvalidInput(
-                f"budget_tokens={budget_tokens} must be between 1 and "
+                f"budget_tokens={budget} must be between 1 and "
                 f"{self.settings.limits.max_budget_tokens}"
             )
         started = time.perf_counter()
-        chosen = parse_mode(mode)
-        hits = self._search(query, k, filters or SearchFilters(), False)
-        kept, used = _fit_budget(hits, budget_tokens)
-        self._capture("recall", query, chosen, filters, kept, started)
-        return Recall(query, tuple(kept), budget_tokens, used, len(hits) - len(kept))
+        hits = self._search(query, config.k if k is None else k, filters, False, config)
+        if config.neighbours:
+            hits = with_neighbours(self.store, hits, config.neighbours)
+        kept, used = _fit_budget(hits, budget)
+        facts: tuple[GraphFact, ...] = ()
+        if config.graph if graph is None else graph:
+            facts, cost = _fit_facts(self.graph.context(kept), budget - used)
+            used += cost
+        self._capture("recall", query, mode, filters, kept, started)
+        return Recall(query, tuple(kept), budget, used, len(hits) - len(kept), facts)
+
+    def graph_context(
+        self, hits: Sequence[Hit], budget_tokens: int | None = None
+    ) -> tuple[GraphFact, ...]:
+        """The current relationships of entities the top hits name, as text within the budget
+        (settings.graph.search_context_tokens by default)."""
+        budget = (
+            self.settings.graph.search_context_tokens if budget_tokens is None else budget_tokens
+        )
+        return _fit_facts(self.graph.context(hits), budget)[0]
+
+    def explain(
+        self,
+        query: str,
+        document: int | str,
+        *,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | str = SearchMode.BALANCED,
+    ) -> Explanation:
+        """Where a document (by id or uri) ranked in each retriever's list for this query,
+        whether it made the top k, and which filter, if any, excluded it."""
+        config = PRESETS[parse_mode(mode)]
+        size = config.k if k is None else k
+        self._check_query(query, size)
+        target = (
+            self.get_document(document)
+            if isinstance(document, int)
+            else self.find_document(document)
+        )
+        return explain(self.searcher, query, target, filters or SearchFilters(), config, size)
 
     def _check_query(self, query: str, k: int) -> None:
         limits = self.settings.limits
@@ -233,7 +330,7 @@ class Brain:
         self,
         operation: str,
         query: str,
-        mode: str | None,
+        mode: SearchMode | str,
         filters: SearchFilters | None,
         hits: Sequence[Hit],
         started: float,
@@ -244,7 +341,7 @@ class Brain:
             at=self.clock(),
             operation=operation,
             query=query,
-            mode=mode,
+            mode=str(mode),
             filters=_filters_dict(filters),
             results=tuple(h.chunk_id for h in hits),
             latency_ms=(time.perf_counter() - started) * 1000,
@@ -272,7 +369,7 @@ class Brain:
     def delete_document(self, document_id: int) -> bool:
         """Retire a document from search; its row and history are kept. False if already."""
         self.store.get_document(document_id)
-        return self.store.retire_documents([document_id], self.clock()) == 1
+        return self._retire([document_id]) == 1
 
     # whole-brain
 
@@ -308,6 +405,23 @@ def _fit_budget(hits: Sequence[Hit], budget: int) -> tuple[list[Hit], int]:
             kept.append(hit)
             used += cost
     return kept, used
+
+
+def _fit_facts(facts: Sequence[GraphFact], budget: int) -> tuple[tuple[GraphFact, ...], int]:
+    kept: list[GraphFact] = []
+    used = 0
+    for fact in facts:
+        cost = count_tokens(fact.text)
+        if used + cost <= budget:
+            kept.append(fact)
+            used += cost
+    return tuple(kept), used
+
+
+def _graph_store(store: Store) -> GraphStore:
+    if isinstance(store, SQLiteStore):
+        return SQLiteGraphStore(store)
+    raise ConfigError(f"no knowledge graph storage for a {type(store).__name__}")
 
 
 def _memory_title(text: str) -> str:

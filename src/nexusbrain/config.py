@@ -9,6 +9,7 @@ from pathlib import Path
 
 import platformdirs
 
+from nexusbrain.embeddings.profiles import Profile, parse_profile
 from nexusbrain.errors import ConfigError
 from nexusbrain.ingest.chunking import ChunkingConfig
 
@@ -30,10 +31,11 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class LexicalConfig:
-    """BM25 over FTS5: the weight of the chunk text and heading-path columns."""
+    """BM25 over FTS5: the weights of the chunk's text, heading-path and context columns."""
 
     text_weight: float = 1.0
     heading_weight: float = 0.5
+    context_weight: float = 0.2
     drop_stopwords: bool = True
 
 
@@ -46,12 +48,28 @@ class CaptureConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphConfig:
+    """The knowledge graph. A functional type holds one value per subject at a time: a new
+    `to` for the same `from` and type closes the old fact (see docs/design/graph.md)."""
+
+    functional_types: frozenset[str] = frozenset({"works_at", "lives_in", "reports_to"})
+    link_type: str = "links_to"  # the type of edges made from [[wikilinks]] in notes
+    max_depth: int = 5  # traversal depth limit
+    max_paths: int = 1_000  # traversal stops (truncated) after this many paths
+    context_hits: int = 5  # graph context looks for entities in this many top hits
+    context_entities: int = 10  # and takes the relationships of at most this many of them
+    search_context_tokens: int = 500  # token cap for graph context on /search?graph=true
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     db_path: Path
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     limits: Limits = field(default_factory=Limits)
     lexical: LexicalConfig = field(default_factory=LexicalConfig)
     capture: CaptureConfig = field(default_factory=CaptureConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    embedder: Profile = Profile.EDGE
     default_domain: str = "default"
 
     @classmethod
@@ -60,7 +78,8 @@ class Settings:
     ) -> Settings:
         env = os.environ if environ is None else environ
         capture = CaptureConfig(enabled=_flag(env, "BRAIN_CAPTURE"))
-        return cls(db_path=resolve_db_path(db_path, env), capture=capture)
+        embedder = parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value))
+        return cls(db_path=resolve_db_path(db_path, env), capture=capture, embedder=embedder)
 
 
 def resolve_db_path(explicit: str | Path | None, environ: Mapping[str, str]) -> Path:

@@ -69,6 +69,7 @@ class Chunk:
     text: str
     unit: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    context: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,17 @@ class ChunkDraft:
     text: str
     unit: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    context: str = ""  # indexed with the chunk (at a lower weight) but not part of its span
+    text_hash: str | None = None  # of the text as embedded; set by the vector step
+
+
+@dataclass(frozen=True, slots=True)
+class VectorBatch:
+    """Vectors to store with a write, keyed by the embedded text's hash."""
+
+    model: str
+    dim: int
+    vectors: Mapping[str, bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,3 +228,62 @@ class Capture:
     filters: Mapping[str, Any]
     results: tuple[int, ...]
     latency_ms: float
+
+
+class RetireReason(StrEnum):
+    """Why a relationship version stopped being current (it is never deleted)."""
+
+    WINDOW_CHANGED = "window_changed"  # the same triple was re-stated with another window
+    CONTRADICTED = "contradicted"  # a functional type got a new value for the same subject
+    SOURCE_REVISED = "source_revised"  # the note it came from changed and no longer says it
+    RETRACTED = "retracted"  # the note it came from was deleted
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A thing in the knowledge graph. `key` is the casefolded name; aliases resolve to it."""
+
+    id: int
+    key: str
+    name: str
+    type: str | None
+    aliases: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RelationshipDraft:
+    """A relationship version about to be written."""
+
+    from_id: int
+    type: str
+    to_id: int
+    valid_at: datetime | None
+    invalid_at: datetime | None
+    source: str | None
+    supersedes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Relationship:
+    """One version of a fact `(from, type, to)`, bitemporal: valid time says when it held in
+    the world, transaction time when the brain learned it and when it retired it."""
+
+    id: int
+    from_id: int
+    from_name: str
+    type: str
+    to_id: int
+    to_name: str
+    valid_at: datetime | None
+    invalid_at: datetime | None
+    created_at: datetime
+    superseded_at: datetime | None
+    reason: RetireReason | None  # why it was retired; None while current
+    source: str | None  # the document, chunk or request it came from
+    supersedes: int | None  # the version it replaced
+
+    @property
+    def current(self) -> bool:
+        return self.superseded_at is None

@@ -3,13 +3,26 @@ they give the same answer to the same question."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from nexusbrain.brain import BrainStats, Recall
 from nexusbrain.clock import format_time
+from nexusbrain.graph.model import (
+    AsOf,
+    Entity,
+    GraphFact,
+    History,
+    IngestResult,
+    Relationship,
+    RelationshipOutcome,
+    Traversal,
+)
 from nexusbrain.ingest.directory import DirectoryReport
 from nexusbrain.records import Chunk, Document, Hit, ImportResult, Trace, WriteResult
+from nexusbrain.retrieval.explain import Explanation
 
 
 def write_result(result: WriteResult) -> dict[str, Any]:
@@ -119,6 +132,7 @@ def recall(value: Recall) -> dict[str, Any]:
         "tokens_used": value.tokens_used,
         "dropped": value.dropped,
         "hits": [hit(h) for h in value.hits],
+        "graph_context": [graph_fact(f) for f in value.graph_context],
     }
 
 
@@ -132,4 +146,130 @@ def stats(value: BrainStats) -> dict[str, Any]:
         "db_bytes": value.store.db_bytes,
         "rss_bytes": value.rss_bytes,
         "schema_version": value.store.schema_version,
+    }
+
+
+def explanation(value: Explanation) -> dict[str, Any]:
+    return {
+        "query": value.query,
+        "document_id": value.document_id,
+        "uri": value.uri,
+        "retired": value.retired,
+        "excluded_by": list(value.excluded_by),
+        "returned": value.returned,
+        "k": value.k,
+        "fused_rank": value.fused_rank,
+        "fused_score": value.fused_score,
+        "lists": [asdict(p) for p in value.positions],
+        "depth": value.depth,
+    }
+
+
+# knowledge graph
+
+
+def _time(value: datetime | None) -> str | None:
+    return format_time(value) if value is not None else None
+
+
+def entity(value: Entity) -> dict[str, Any]:
+    return {
+        "id": value.id,
+        "key": value.key,
+        "name": value.name,
+        "type": value.type,
+        "aliases": list(value.aliases),
+    }
+
+
+def relationship(value: Relationship) -> dict[str, Any]:
+    return {
+        "id": value.id,
+        "from": value.from_name,
+        "from_id": value.from_id,
+        "type": value.type,
+        "to": value.to_name,
+        "to_id": value.to_id,
+        "valid_at": _time(value.valid_at),
+        "invalid_at": _time(value.invalid_at),
+        "created_at": _time(value.created_at),
+        "superseded_at": _time(value.superseded_at),
+        "current": value.current,
+        "reason": value.reason.value if value.reason else None,
+        "source": value.source,
+        "supersedes": value.supersedes,
+    }
+
+
+def graph_ingest(value: IngestResult) -> dict[str, Any]:
+    return {
+        "at": format_time(value.at),
+        "dry_run": value.dry_run,
+        "relationships": [relationship_outcome(o) for o in value.relationships],
+        "entities": [
+            {"status": o.status.value, **entity(o.entity), "id": o.id} for o in value.entities
+        ],
+    }
+
+
+def relationship_outcome(value: RelationshipOutcome) -> dict[str, Any]:
+    r = value.relationship
+    return {
+        "id": value.id,
+        "status": value.status.value,
+        "from": r.from_name,
+        "type": r.type,
+        "to": r.to_name,
+        "valid_at": _time(r.valid_at),
+        "invalid_at": _time(r.invalid_at),
+        "source": r.source,
+        "supersedes": value.supersedes,
+        "retired": [
+            {"id": x.id, "reason": x.reason.value, "replaced_by": x.successor}
+            for x in value.retired
+        ],
+    }
+
+
+def relationship_history(value: History) -> dict[str, Any]:
+    return {
+        "id": value.id,
+        "versions": [relationship(v) for v in value.versions],
+        "current": relationship(value.current) if value.current else None,
+    }
+
+
+def relations(items: Sequence[Relationship], as_of: AsOf) -> dict[str, Any]:
+    return {
+        "as_of_valid": _time(as_of.valid),
+        "as_of_known": _time(as_of.known),
+        "relationships": [relationship(r) for r in items],
+    }
+
+
+def traversal(value: Traversal) -> dict[str, Any]:
+    return {
+        "from": entity(value.start),
+        "depth": value.depth,
+        "as_of_valid": _time(value.as_of.valid),
+        "as_of_known": _time(value.as_of.known),
+        "hops": [
+            {
+                "depth": h.depth,
+                "path": [edge.id for edge in h.path],
+                "relationship": relationship(h.relationship),
+                "valid_from": _time(h.valid_from),
+                "valid_until": _time(h.valid_until),
+            }
+            for h in value.hops
+        ],
+        "truncated": value.truncated,
+    }
+
+
+def graph_fact(value: GraphFact) -> dict[str, Any]:
+    return {
+        "text": value.text,
+        "relationship": relationship(value.relationship),
+        "trace": {"context": "graph", "entity": value.entity, "hit_rank": value.hit_rank},
     }

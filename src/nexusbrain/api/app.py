@@ -6,17 +6,19 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
 import orjson
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from nexusbrain import __version__, views
 from nexusbrain.api.errors import install_error_handlers
+from nexusbrain.api.graph_routes import graph_routes
 from nexusbrain.api.guard import Guard, ServerSettings
+from nexusbrain.api.monitor import LatencyWindow, Monitor, lifespan
 from nexusbrain.api.schemas import ConversationIn, FiltersIn, MarkdownIn, MemoryIn, RecallIn
 from nexusbrain.brain import Brain
 from nexusbrain.errors import InvalidInput
 from nexusbrain.ingest.conversation import sessions_from_json
-from nexusbrain.records import SearchFilters
+from nexusbrain.records import SearchFilters, SearchMode
 from nexusbrain.retrieval.filters import make_filters
 
 DESCRIPTION = (
@@ -37,23 +39,28 @@ def _filters(body: FiltersIn | None) -> SearchFilters:
 
 
 def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
+    settings = settings or ServerSettings()
+    latencies = LatencyWindow()
+    monitor = Monitor(brain, settings.envelope, latencies)
     app = FastAPI(
         title="nexusbrain",
         version=__version__,
         description=DESCRIPTION,
         default_response_class=JSONResponse,
+        lifespan=lifespan(monitor, settings.envelope_check_seconds),
     )
     install_error_handlers(app)
-    app.add_middleware(Guard, settings=settings or ServerSettings())
+    app.add_middleware(Guard, settings=settings, latencies=latencies)
     app.state.brain = brain
-    _system_routes(app, brain)
+    _system_routes(app, brain, monitor)
     _ingest_routes(app, brain)
     _search_routes(app, brain)
     _document_routes(app, brain)
+    graph_routes(app, brain)
     return app
 
 
-def _system_routes(app: FastAPI, brain: Brain) -> None:
+def _system_routes(app: FastAPI, brain: Brain, monitor: Monitor) -> None:
     @app.get("/health", tags=["system"])
     def health() -> dict[str, str]:
         return {"status": "ok"}
@@ -64,7 +71,10 @@ def _system_routes(app: FastAPI, brain: Brain) -> None:
 
     @app.get("/stats", tags=["system"])
     def stats() -> dict[str, Any]:
-        return views.stats(brain.stats())
+        value = brain.stats()
+        store = value.store
+        envelope = monitor.envelope_status(store.documents, store.db_bytes, value.rss_bytes)
+        return {**views.stats(value), "envelope": envelope}
 
     @app.get("/export", tags=["system"], response_class=StreamingResponse)
     def export() -> StreamingResponse:
@@ -130,36 +140,66 @@ def _ingest_routes(app: FastAPI, brain: Brain) -> None:
         return {"results": [views.write_result(r) for r in results]}
 
 
+def filter_params(
+    domain: str | None = None,
+    path_prefix: str | None = None,
+    document_id: int | None = None,
+    kind: str | None = None,
+    updated_after: str | None = None,
+    updated_before: str | None = None,
+) -> SearchFilters:
+    return make_filters(
+        domain=domain,
+        path_prefix=path_prefix,
+        document_id=document_id,
+        kind=kind,
+        updated_after=updated_after,
+        updated_before=updated_before,
+    )
+
+
+Filters = Annotated[SearchFilters, Depends(filter_params)]
+K = Annotated[int | None, Query(ge=1, le=1000, description="hits; default: the mode's")]
+
+
 def _search_routes(app: FastAPI, brain: Brain) -> None:
     @app.get("/search", tags=["retrieval"])
     def search(
         q: Annotated[str, Query(description="natural-language query")],
-        k: Annotated[int, Query(ge=1, le=1000)] = 10,
-        domain: str | None = None,
-        path_prefix: str | None = None,
-        document_id: int | None = None,
-        kind: str | None = None,
-        updated_after: str | None = None,
-        updated_before: str | None = None,
+        filters: Filters,
+        k: K = None,
+        mode: SearchMode = SearchMode.BALANCED,
         best_per_document: bool = False,
+        graph: Annotated[bool, Query(description="add the top hits' graph context")] = False,
     ) -> dict[str, Any]:
-        filters = make_filters(
-            domain=domain,
-            path_prefix=path_prefix,
-            document_id=document_id,
-            kind=kind,
-            updated_after=updated_after,
-            updated_before=updated_before,
-        )
-        hits = brain.search(q, k=k, filters=filters, best_per_document=best_per_document)
-        return {"query": q, "k": k, "hits": [views.hit(h) for h in hits]}
+        hits = brain.search(q, k=k, filters=filters, best_per_document=best_per_document, mode=mode)
+        out = {"query": q, "mode": mode.value, "hits": [views.hit(h) for h in hits]}
+        if graph:
+            out["graph_context"] = [views.graph_fact(f) for f in brain.graph_context(hits)]
+        return out
 
     @app.post("/recall", tags=["retrieval"])
     def recall(body: RecallIn) -> dict[str, Any]:
         result = brain.recall(
-            body.query, k=body.k, budget_tokens=body.budget_tokens, filters=_filters(body.filters)
+            body.query,
+            k=body.k,
+            budget_tokens=body.budget_tokens,
+            filters=_filters(body.filters),
+            mode=body.mode,
+            graph=body.graph,
         )
         return views.recall(result)
+
+    @app.get("/explain", tags=["retrieval"])
+    def explain(
+        q: Annotated[str, Query(description="the query to explain")],
+        doc: Annotated[str, Query(description="document id or uri")],
+        filters: Filters,
+        k: K = None,
+        mode: SearchMode = SearchMode.BALANCED,
+    ) -> dict[str, Any]:
+        target: int | str = int(doc) if doc.isdigit() else doc
+        return views.explanation(brain.explain(q, target, k=k, filters=filters, mode=mode))
 
 
 def _document_routes(app: FastAPI, brain: Brain) -> None:

@@ -1,11 +1,14 @@
-"""The gate in front of every route: bearer auth when a token is set, and request size limits.
+"""The gate in front of every route: per-client rate limits, bearer auth when a token is set,
+and request size limits. It also times searches and recalls for the envelope status.
 
 A pure ASGI middleware, so it also guards streamed bodies whose size is not declared."""
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
+import os
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from starlette.exceptions import HTTPException
@@ -13,8 +16,13 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nexusbrain.api.errors import error_response
+from nexusbrain.api.monitor import TIMED_PATHS, LatencyWindow
+from nexusbrain.api.ratelimit import RateLimit, RateLimiter, is_loopback, retry_after_header
+from nexusbrain.bench.envelopes import DEFAULT_ENVELOPE, Envelope, envelope_named
 from nexusbrain.config import DEFAULT_HOST, DEFAULT_PORT, Limits
 from nexusbrain.errors import ConfigError
+
+__all__ = ["Guard", "ServerSettings", "check_bind", "is_loopback"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,15 +31,24 @@ class ServerSettings:
     port: int = DEFAULT_PORT
     token: str | None = None
     limits: Limits = field(default_factory=Limits)
+    rate_limit: RateLimit = field(default_factory=RateLimit)
+    envelope: Envelope = field(default_factory=lambda: envelope_named(DEFAULT_ENVELOPE))
+    envelope_check_seconds: float = 30.0  # 0: only /stats checks the envelope
 
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    @classmethod
+    def from_env(
+        cls, host: str, port: int, limits: Limits, environ: Mapping[str, str] | None = None
+    ) -> ServerSettings:
+        """BRAIN_API_TOKEN, BRAIN_ENVELOPE and the BRAIN_RATE_* variables (see RateLimit)."""
+        env = os.environ if environ is None else environ
+        return cls(
+            host=host,
+            port=port,
+            token=env.get("BRAIN_API_TOKEN") or None,
+            limits=limits,
+            rate_limit=RateLimit.from_env(env),
+            envelope=envelope_named(env.get("BRAIN_ENVELOPE") or DEFAULT_ENVELOPE),
+        )
 
 
 def check_bind(settings: ServerSettings) -> None:
@@ -45,13 +62,22 @@ def check_bind(settings: ServerSettings) -> None:
 
 
 class Guard:
-    def __init__(self, app: ASGIApp, settings: ServerSettings) -> None:
+    def __init__(
+        self, app: ASGIApp, settings: ServerSettings, latencies: LatencyWindow | None = None
+    ) -> None:
         self.app = app
         self.settings = settings
+        self.limiter = RateLimiter(settings.rate_limit)
+        self.latencies = latencies
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        wait = self.limiter.retry_after(client[0] if client else None)
+        if wait > 0:
+            await self._rate_limited(wait)(scope, receive, send)
             return
         headers = dict(scope.get("headers", ()))
         if self.settings.token and not self._authorised(headers.get(b"authorization", b"")):
@@ -68,7 +94,10 @@ class Guard:
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await self._too_large(limit)(scope, receive, send)
             return
-        await self._call_limited(scope, receive, send, limit)
+        if self.latencies is not None and scope["path"] in TIMED_PATHS:
+            await self._call_timed(scope, receive, send, limit)
+        else:
+            await self._call_limited(scope, receive, send, limit)
 
     def _authorised(self, header: bytes) -> bool:
         expected = f"Bearer {self.settings.token}".encode()
@@ -77,6 +106,16 @@ class Guard:
     def _limit(self, scope: Scope) -> int:
         limits = self.settings.limits
         return limits.max_import_bytes if scope["path"] == "/import" else limits.max_request_bytes
+
+    def _rate_limited(self, wait: float) -> Response:
+        limit = self.settings.rate_limit
+        return error_response(
+            429,
+            "rate_limited",
+            f"too many requests: the limit is {limit.rate:g} per second (bursts of "
+            f"{limit.burst}) per client; retry after {wait:.2f}s",
+            {"Retry-After": retry_after_header(wait)},
+        )
 
     @staticmethod
     def _too_large(limit: int) -> Response:
@@ -97,3 +136,19 @@ class Guard:
             return message
 
         await self.app(scope, counted, send)
+
+    async def _call_timed(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        """Record the latency of successful answers (errors would flatter the p95)."""
+        assert self.latencies is not None
+        started = time.perf_counter()
+        status = 0
+
+        async def sent(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self._call_limited(scope, receive, sent, limit)
+        if 200 <= status < 300:
+            self.latencies.record((time.perf_counter() - started) * 1000)

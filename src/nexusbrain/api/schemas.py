@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nexusbrain.records import SearchMode
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -60,6 +62,8 @@ class ConversationIn(Strict):
 
 class RecallIn(Strict):
     query: str
-    k: int = Field(default=10, ge=1, le=1000)
-    budget_tokens: int = Field(default=2000, ge=1)
+    k: int | None = Field(default=None, ge=1, le=1000)
+    budget_tokens: int | None = Field(default=None, ge=1)
+    mode: SearchMode = SearchMode.BALANCED
     filters: FiltersIn | None = None
+    graph: bool | None = None  # graph context; default: on in tokenmax, off otherwise

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import uvicorn
 
 from nexusbrain.api.app import create_app
@@ -12,12 +10,7 @@ from nexusbrain.brain import Brain
 
 
 def run(brain: Brain, *, host: str, port: int, log_level: str = "info") -> None:
-    settings = ServerSettings(
-        host=host,
-        port=port,
-        token=os.environ.get("BRAIN_API_TOKEN") or None,
-        limits=brain.settings.limits,
-    )
+    settings = ServerSettings.from_env(host, port, brain.settings.limits)
     check_bind(settings)
     app = create_app(brain, settings)
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

@@ -14,7 +14,10 @@ import orjson
 from nexusbrain import __version__, views
 from nexusbrain.brain import Brain
 from nexusbrain.cli import render
+from nexusbrain.cli.eval import eval_group
+from nexusbrain.cli.graph import graph
 from nexusbrain.errors import BrainError, InvalidInput
+from nexusbrain.records import SearchMode
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -122,9 +125,23 @@ def add(
         click.echo(f"{result.status.value}: document {result.document_id}")
 
 
+MODES = click.Choice([m.value for m in SearchMode])
+
+
+def mode_option(func: F) -> F:
+    return click.option(
+        "--mode",
+        type=MODES,
+        default=SearchMode.BALANCED.value,
+        show_default=True,
+        help="conservative: few strict hits; balanced: hybrid + PRF; tokenmax: wide, with context.",
+    )(func)
+
+
 @cli.command()
 @click.argument("query")
-@click.option("-k", "--k", "k", default=10, show_default=True, help="How many hits.")
+@click.option("-k", "--k", "k", type=int, help="How many hits (default: the mode's).")
+@mode_option
 @click.option("--domain", help="Only this domain.")
 @click.option("--path-prefix", help="Only documents whose uri/path starts with this.")
 @click.option("--document", "document_id", type=int, help="Only this document id.")
@@ -135,7 +152,8 @@ def add(
 def search(
     ctx: click.Context,
     query: str,
-    k: int,
+    k: int | None,
+    mode: str,
     domain: str | None,
     path_prefix: str | None,
     document_id: int | None,
@@ -161,22 +179,71 @@ def search(
 
 @cli.command()
 @click.argument("query")
-@click.option("-k", "--k", "k", default=10, show_default=True, help="Hits to consider.")
-@click.option("--budget", "budget_tokens", default=2000, show_default=True, help="Token budget.")
+@click.option("-k", "--k", "k", type=int, help="Hits to consider (default: the mode's).")
+@click.option("--budget", "budget_tokens", type=int, help="Token budget (default: the mode's).")
+@mode_option
 @json_option
 @click.pass_context
-def recall(ctx: click.Context, query: str, k: int, budget_tokens: int, as_json: bool) -> None:
+def recall(
+    ctx: click.Context,
+    query: str,
+    k: int | None,
+    budget_tokens: int | None,
+    mode: str,
+    as_json: bool,
+) -> None:
     """Context for a model: the best hits that fit a token budget, with citations.
 
     \b
     Example:
       nexusbrain recall "what do we know about the outage" --budget 800
     """
-    result = brain_of(ctx).recall(query, k=k, budget_tokens=budget_tokens)
+    result = brain_of(ctx).recall(query, k=k, budget_tokens=budget_tokens, mode=mode)
     if as_json:
         emit(views.recall(result))
     else:
         render.recall(result)
+
+
+@cli.command("explain")
+@click.argument("query")
+@click.argument("document")
+@click.option("-k", "--k", "k", type=int, help="The k to judge 'returned' by.")
+@mode_option
+@click.option("--domain", help="Apply this domain filter.")
+@click.option("--path-prefix", help="Apply this path prefix filter.")
+@json_option
+@click.pass_context
+def explain_(
+    ctx: click.Context,
+    query: str,
+    document: str,
+    k: int | None,
+    mode: str,
+    domain: str | None,
+    path_prefix: str | None,
+    as_json: bool,
+) -> None:
+    """Why (not): where DOCUMENT (an id or uri) ranked in each list for QUERY.
+
+    \b
+    Example:
+      nexusbrain explain "why did the deploy fail" ~/notes/deploy.md
+    """
+    from nexusbrain.retrieval.filters import make_filters
+
+    target: int | str = int(document) if document.isdigit() else _uri_of(document)
+    filters = make_filters(domain=domain, path_prefix=path_prefix)
+    value = views.explanation(brain_of(ctx).explain(query, target, k=k, filters=filters, mode=mode))
+    if as_json:
+        emit(value)
+    else:
+        render.explanation(value)
+
+
+def _uri_of(ref: str) -> str:
+    path = Path(ref).expanduser()
+    return path.resolve().as_posix() if path.exists() else ref
 
 
 @cli.command()
@@ -197,8 +264,7 @@ def get(ctx: click.Context, ref: str, chunks: bool, lines: str | None, as_json: 
     if ref.isdigit():
         document = brain.get_document(int(ref))
     else:
-        path = Path(ref).expanduser()
-        document = brain.find_document(path.resolve().as_posix() if path.exists() else ref)
+        document = brain.find_document(_uri_of(ref))
     chunk_list = brain.document_chunks(document.id) if chunks else None
     if as_json:
         emit(views.document(document, chunk_list))
@@ -321,6 +387,10 @@ def serve(ctx: click.Context, host: str, port: int, log_level: str) -> None:
     from nexusbrain.api.server import run
 
     run(brain_of(ctx), host=host, port=port, log_level=log_level)
+
+
+cli.add_command(eval_group)
+cli.add_command(graph)
 
 
 def main() -> None:

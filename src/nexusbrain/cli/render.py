@@ -118,3 +118,19 @@ def document(doc: Document, chunks: list[Chunk] | None, lines: tuple[int, int] |
 def stats(value: Mapping[str, Any]) -> None:
     for key, item in value.items():
         click.echo(f"{key:>18}: {item}")
+
+
+def explanation(value: Mapping[str, Any]) -> None:
+    verdict = "returned" if value["returned"] else "not returned"
+    click.echo(
+        f"{value['uri']} (document {value['document_id']}): {verdict} in the top {value['k']}"
+    )
+    if value["retired"]:
+        click.echo("  the document is retired: it is no longer searched")
+    for name in value["excluded_by"]:
+        click.echo(f"  excluded by the filter {name}")
+    fused = value["fused_rank"]
+    click.echo(f"  fused rank: {fused if fused else 'not in the first ' + str(value['depth'])}")
+    for item in value["lists"]:
+        where = f"rank {item['rank']}, score {item['score']:.4f}" if item["rank"] else "absent"
+        click.echo(f"  {item['retriever']:>10}: {where}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nexusbrain.errors import InvalidInput
@@ -18,6 +18,7 @@ from nexusbrain.ingest.documents import Prepared
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind
 
 TURN_SEPARATOR = "\n\n"
+CONTEXT_TURNS = 1  # turns before and after a turn indexed as its context (docs/tuning.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,22 +53,30 @@ def prepare_session(
         raise InvalidInput("conversation session: 'id' must not be empty")
     if not any(t.content.strip() for t in session.turns):
         raise InvalidInput(f"conversation session {session.id!r}: has no turn with content")
-    parts: list[str] = []
+    parts = [
+        f"{t.role.strip() or 'unknown'}: {_one_line_breaks(t.content).strip()}"
+        for t in session.turns
+    ]
     chunks: list[ChunkDraft] = []
     offset, line = 0, 1
-    for index, turn in enumerate(session.turns):
-        block = f"{turn.role.strip() or 'unknown'}: {_one_line_breaks(turn.content).strip()}"
-        if parts:
+    for index, (turn, block) in enumerate(zip(session.turns, parts, strict=True)):
+        if index:
             offset += len(TURN_SEPARATOR)
             line += TURN_SEPARATOR.count("\n")
-        lines_in_block = block.count("\n")
         if _indexed(turn, index_roles):
-            chunks.append(_turn_chunk(session, turn, index, len(chunks), block, offset, line))
-        parts.append(block)
+            chunk = _turn_chunk(session, turn, index, len(chunks), block, offset, line)
+            chunks.append(replace(chunk, context=_around(parts, index)))
         offset += len(block)
-        line += lines_in_block
+        line += block.count("\n")
     content = TURN_SEPARATOR.join(parts)
     return Prepared(_session_draft(session, domain, content, index_roles), tuple(chunks), {})
+
+
+def _around(parts: list[str], index: int) -> str:
+    """The turns just before and after a turn: indexed with it as context, since a short
+    answer ("yes, last Friday") only makes sense next to the question it answers."""
+    lo, hi = max(0, index - CONTEXT_TURNS), index + 1 + CONTEXT_TURNS
+    return "\n".join(parts[lo:index] + parts[index + 1 : hi])
 
 
 def _one_line_breaks(text: str) -> str:

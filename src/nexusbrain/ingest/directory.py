@@ -1,20 +1,20 @@
 """Incremental ingest of a folder: unchanged files cost no writes, changed files are re-chunked
-in one transaction each, and files gone from disk are retired from search."""
+(each file's rows replaced inside one transaction; files are written in batches of up to 64),
+and files gone from disk are retired from search."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from nexusbrain.clock import Clock
-from nexusbrain.errors import InvalidInput
+from nexusbrain.errors import BrainError, InvalidInput
 from nexusbrain.ingest.chunking import ChunkingConfig
-from nexusbrain.ingest.documents import content_hash, decode_utf8, prepare_markdown
+from nexusbrain.ingest.documents import Prepared, content_hash, decode_utf8, prepare_markdown
 from nexusbrain.ingest.files import FileProblem, scan
-from nexusbrain.records import WriteStatus
+from nexusbrain.records import WriteResult, WriteStatus
 from nexusbrain.storage import Store
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,23 @@ class _Tally:
     updated: int = 0
     unchanged: int = 0
     chunks: int = 0
+    problems: list[FileProblem] = field(default_factory=list)
+
+    def count(self, result: WriteResult) -> None:
+        if result.status is WriteStatus.DUPLICATE:
+            self.unchanged += 1
+            return
+        self.chunks += result.chunks
+        if result.status is WriteStatus.CREATED:
+            self.added += 1
+        else:
+            self.updated += 1
+
+
+WriteBatch = Callable[[Sequence[Prepared]], list[WriteResult]]
+Retire = Callable[[Sequence[int]], int]
+BATCH_FILES = 64
+BATCH_CHARS = 2_000_000
 
 
 def ingest_directory(
@@ -50,69 +67,85 @@ def ingest_directory(
     chunking: ChunkingConfig,
     max_bytes: int,
     clock: Clock,
+    write: WriteBatch,
+    retire: Retire,
     progress: Progress | None = None,
 ) -> DirectoryReport:
+    """`write` stores a batch of prepared documents in one transaction; `retire` retires
+    documents by id. Both come from the caller, which may add its own work to them."""
     started = clock()
     found = scan(root)
-    prefix = found.root.as_posix().rstrip("/") + "/"
-    known = store.revisions_under(prefix)
-    tally = _Tally()
-    problems = list(found.problems)
+    known = store.revisions_under(found.root.as_posix().rstrip("/") + "/")
+    tally = _Tally(problems=list(found.problems))
+    batch: list[tuple[Path, Prepared]] = []
     for done, path in enumerate(found.files, start=1):
-        try:
-            _ingest_file(store, path, known, tally, domain, chunking, max_bytes, clock())
-        except InvalidInput as exc:
-            problems.append(FileProblem(str(path), exc.message))
-        except OSError as exc:
-            problems.append(FileProblem(str(path), f"cannot read: {exc.strerror}"))
+        prepared = _prepare(path, known, tally, domain, chunking, max_bytes)
+        if prepared is not None:
+            batch.append((path, prepared))
+        if batch and (len(batch) >= BATCH_FILES or _chars(batch) >= BATCH_CHARS):
+            _flush(batch, write, tally)
         if progress:
             progress(done, len(found.files))
+    _flush(batch, write, tally)
     seen = {path.as_posix() for path in found.files}
-    deleted = _retire_missing(store, known, seen, clock())
+    gone = [uri for uri in known if uri not in seen]
+    ids = [doc.id for uri in gone if (doc := store.find_document(uri)) is not None]
+    if ids:
+        log.info("retiring %d document(s) whose files are gone", len(ids))
     return DirectoryReport(
         root=str(found.root),
         added=tally.added,
         updated=tally.updated,
         unchanged=tally.unchanged,
-        deleted=deleted,
+        deleted=retire(ids) if ids else 0,
         chunks=tally.chunks,
-        errors=tuple(problems),
+        errors=tuple(tally.problems),
         seconds=(clock() - started).total_seconds(),
     )
 
 
-def _ingest_file(
-    store: Store,
+def _prepare(
     path: Path,
     known: Mapping[str, str],
     tally: _Tally,
     domain: str,
     chunking: ChunkingConfig,
     max_bytes: int,
-    now: datetime,
-) -> None:
+) -> Prepared | None:
     uri = path.as_posix()
-    data = path.read_bytes()
-    revision = content_hash(data)
-    if known.get(uri) == revision:
-        tally.unchanged += 1
-        return
-    text = decode_utf8(data, uri, max_bytes)
-    prepared = prepare_markdown(text, uri=uri, domain=domain, config=chunking, revision=revision)
-    result = store.write_document(prepared.draft, prepared.chunks, now)
-    if result.status is WriteStatus.DUPLICATE:
-        tally.unchanged += 1
-        return
-    tally.chunks += result.chunks
-    if result.status is WriteStatus.CREATED:
-        tally.added += 1
-    else:
-        tally.updated += 1
+    try:
+        data = path.read_bytes()
+        revision = content_hash(data)
+        if known.get(uri) == revision:
+            tally.unchanged += 1
+            return None
+        text = decode_utf8(data, uri, max_bytes)
+        return prepare_markdown(text, uri=uri, domain=domain, config=chunking, revision=revision)
+    except InvalidInput as exc:
+        tally.problems.append(FileProblem(uri, exc.message))
+    except OSError as exc:
+        tally.problems.append(FileProblem(uri, f"cannot read: {exc.strerror}"))
+    return None
 
 
-def _retire_missing(store: Store, known: Mapping[str, str], seen: set[str], now: datetime) -> int:
-    gone = [uri for uri in known if uri not in seen]
-    ids = [doc.id for uri in gone if (doc := store.find_document(uri)) is not None]
-    if ids:
-        log.info("retiring %d document(s) whose files are gone", len(ids))
-    return store.retire_documents(ids, now) if ids else 0
+def _chars(batch: list[tuple[Path, Prepared]]) -> int:
+    return sum(len(p.draft.content) for _, p in batch)
+
+
+def _flush(batch: list[tuple[Path, Prepared]], write: WriteBatch, tally: _Tally) -> None:
+    """Write the batch in one transaction; if that fails, write file by file so that one bad
+    file is reported and the others still land."""
+    if not batch:
+        return
+    try:
+        results = write([p for _, p in batch])
+    except BrainError:
+        results = []
+        for path, prepared in batch:
+            try:
+                results += write([prepared])
+            except BrainError as exc:
+                tally.problems.append(FileProblem(path.as_posix(), exc.message))
+    for result in results:
+        tally.count(result)
+    batch.clear()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from nexusbrain.records import Hit, Trace
+from nexusbrain.records import Chunk, Hit, Trace
 from nexusbrain.storage import Store
 
 
@@ -38,3 +39,39 @@ def build_hits(store: Store, ranked: Sequence[tuple[int, float, Trace]]) -> list
             )
         )
     return hits
+
+
+def with_neighbours(store: Store, hits: Sequence[Hit], n: int) -> list[Hit]:
+    """Each hit followed by up to `n` chunks before and after it in its document, as context
+    (trace.context = "neighbour", same rank as the hit). A chunk appears once."""
+    taken = {h.chunk_id for h in hits}
+    out: list[Hit] = []
+    by_document: dict[int, list[Chunk]] = {}
+    for hit in hits:
+        out.append(hit)
+        chunks = by_document.setdefault(hit.document_id, store.chunks_of(hit.document_id))
+        position = next((i for i, c in enumerate(chunks) if c.id == hit.chunk_id), None)
+        if position is None:
+            continue
+        around = chunks[max(0, position - n) : position] + chunks[position + 1 : position + 1 + n]
+        for chunk in around:
+            if chunk.id not in taken:
+                taken.add(chunk.id)
+                out.append(_neighbour(hit, chunk))
+    return out
+
+
+def _neighbour(hit: Hit, chunk: Chunk) -> Hit:
+    return replace(
+        hit,
+        score=0.0,
+        chunk_id=chunk.id,
+        unit=chunk.unit,
+        text=chunk.text,
+        char_start=chunk.char_start,
+        char_end=chunk.char_end,
+        line_start=chunk.line_start,
+        line_end=chunk.line_end,
+        heading_path=chunk.heading_path,
+        trace=Trace(retrievers=(), context=f"neighbour of chunk {hit.chunk_id}"),
+    )

@@ -6,6 +6,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+import numpy as np
+from numpy.typing import NDArray
+
 from nexusbrain.records import (
     Capture,
     Chunk,
@@ -17,6 +20,7 @@ from nexusbrain.records import (
     Scored,
     SearchFilters,
     StoreStats,
+    VectorBatch,
     WriteResult,
 )
 
@@ -38,10 +42,24 @@ class Store(Protocol):
         ...
 
     def write_document(
-        self, draft: DocumentDraft, chunks: Sequence[ChunkDraft], now: datetime
+        self,
+        draft: DocumentDraft,
+        chunks: Sequence[ChunkDraft],
+        now: datetime,
+        vectors: VectorBatch | None = None,
     ) -> WriteResult:
-        """Create or replace a document and all its chunks atomically; an identical
-        revision of a live document writes nothing and answers DUPLICATE."""
+        """Create or replace a document and all its chunks (and their new vectors)
+        atomically; an identical revision of a live document writes nothing and answers
+        DUPLICATE."""
+        ...
+
+    def write_documents(
+        self,
+        items: Sequence[tuple[DocumentDraft, Sequence[ChunkDraft]]],
+        now: datetime,
+        vectors: VectorBatch | None = None,
+    ) -> list[WriteResult]:
+        """Several documents in one transaction: all are written, or none."""
         ...
 
     def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
@@ -62,11 +80,36 @@ class Store(Protocol):
         filters: SearchFilters,
         *,
         best_per_document: bool = False,
-        weights: tuple[float, float] = (1.0, 0.5),
+        weights: tuple[float, float, float] = (1.0, 0.5, 0.2),
     ) -> list[Scored]:
-        """BM25 over the text and heading columns. Terms are plain words, joined with OR;
+        """BM25 over the text, heading and context columns, weighted. Terms are plain words, joined with OR;
         the backend escapes them. Scores are higher-is-better."""
         ...
+
+    def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:
+        """Ids of the live chunks that pass the filters (for the dense side)."""
+        ...
+
+    # vectors, keyed by (model id, hash of the embedded text)
+    def known_vector_hashes(self, model: str, hashes: Sequence[str]) -> set[str]: ...
+
+    def latest_chunk_change(self) -> int: ...
+
+    def chunk_changes_since(self, seq: int) -> tuple[int, list[int], list[int]]:
+        """(newest change seq, chunk ids added or re-hashed since `seq`, chunk ids removed)."""
+        ...
+
+    def load_vectors(
+        self, model: str, dim: int, chunk_ids: Sequence[int] | None = None
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]: ...
+
+    def chunks_missing_vectors(
+        self, model: str, limit: int
+    ) -> list[tuple[int, str, Sequence[str], str]]: ...
+
+    def count_missing_vectors(self, model: str) -> int: ...
+
+    def store_vectors(self, vectors: VectorBatch, hashes: Mapping[int, str]) -> None: ...
 
     # everything else
     def stats(self) -> StoreStats: ...

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from nexusbrain.storage.graph_sqlite import MIGRATION as GRAPH_MIGRATION
+from nexusbrain.storage.vectors_sqlite import MIGRATION as VECTORS_MIGRATION
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (
         1,
@@ -72,6 +75,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (2, GRAPH_MIGRATION),
+    (3, VECTORS_MIGRATION),
 )
 
-LATEST = MIGRATIONS[-1][0]
+LATEST = max(version for version, _ in MIGRATIONS)

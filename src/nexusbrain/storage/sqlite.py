@@ -11,7 +11,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
+from numpy.typing import NDArray
 
 from nexusbrain.clock import format_time, parse_time
 from nexusbrain.errors import NotFound, StorageError
@@ -27,10 +29,12 @@ from nexusbrain.records import (
     Scored,
     SearchFilters,
     StoreStats,
+    VectorBatch,
     WriteResult,
     WriteStatus,
 )
 from nexusbrain.storage import transfer
+from nexusbrain.storage import vectors_sqlite as vector_sql
 from nexusbrain.storage.fts import fts_or_query
 from nexusbrain.storage.migrations import MIGRATIONS
 
@@ -42,7 +46,7 @@ _DOC_COLUMNS = (
 )
 _CHUNK_COLUMNS = (
     "c.id, c.document_id, c.ordinal, c.char_start, c.char_end, c.line_start, c.line_end,"
-    " c.heading, c.text, c.unit, c.meta"
+    " c.heading, c.text, c.unit, c.meta, c.context"
 )
 
 
@@ -80,6 +84,7 @@ def _chunk(row: sqlite3.Row) -> Chunk:
         text=row["text"],
         unit=row["unit"],
         meta=orjson.loads(row["meta"]),
+        context=row["context"],
     )
 
 
@@ -123,6 +128,9 @@ class SQLiteStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+            except sqlite3.DatabaseError as exc:
+                conn.execute("ROLLBACK")
+                raise StorageError(f"database write failed, nothing was changed: {exc}") from exc
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -142,7 +150,7 @@ class SQLiteStore:
             " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
         )
         done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-        for version, sql in MIGRATIONS:
+        for version, sql in sorted(MIGRATIONS):
             if version in done:
                 continue
             log.info("applying schema migration %d to %s", version, self.path)
@@ -191,26 +199,49 @@ class SQLiteStore:
         return {row["uri"]: row["revision"] for row in rows}
 
     def write_document(
-        self, draft: DocumentDraft, chunks: Sequence[ChunkDraft], now: datetime
+        self,
+        draft: DocumentDraft,
+        chunks: Sequence[ChunkDraft],
+        now: datetime,
+        vectors: VectorBatch | None = None,
     ) -> WriteResult:
+        return self.write_documents([(draft, chunks)], now, vectors)[0]
+
+    def write_documents(
+        self,
+        items: Sequence[tuple[DocumentDraft, Sequence[ChunkDraft]]],
+        now: datetime,
+        vectors: VectorBatch | None = None,
+    ) -> list[WriteResult]:
         with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT id, revision, deleted_at FROM documents WHERE uri = ?", (draft.uri,)
-            ).fetchone()
-            if row is not None and row["revision"] == draft.revision and not row["deleted_at"]:
-                count = conn.execute(
-                    "SELECT count(*) FROM chunks WHERE document_id = ?", (row["id"],)
-                ).fetchone()[0]
-                return WriteResult(WriteStatus.DUPLICATE, row["id"], draft.revision, count)
-            if row is None:
-                document_id = self._insert_document(conn, draft, now)
-                status = WriteStatus.CREATED
-            else:
-                document_id = row["id"]
-                self._replace_document(conn, document_id, draft, now)
-                status = WriteStatus.UPDATED
-            self._insert_chunks(conn, document_id, chunks)
-            self._record_revision(conn, document_id, draft.revision, draft.title, status, now)
+            if vectors is not None and vectors.vectors:
+                vector_sql.put_vectors(conn, vectors)
+            return [self._write_one(conn, draft, chunks, now) for draft, chunks in items]
+
+    def _write_one(
+        self,
+        conn: sqlite3.Connection,
+        draft: DocumentDraft,
+        chunks: Sequence[ChunkDraft],
+        now: datetime,
+    ) -> WriteResult:
+        row = conn.execute(
+            "SELECT id, revision, deleted_at FROM documents WHERE uri = ?", (draft.uri,)
+        ).fetchone()
+        if row is not None and row["revision"] == draft.revision and not row["deleted_at"]:
+            count = conn.execute(
+                "SELECT count(*) FROM chunks WHERE document_id = ?", (row["id"],)
+            ).fetchone()[0]
+            return WriteResult(WriteStatus.DUPLICATE, row["id"], draft.revision, count)
+        if row is None:
+            document_id = self._insert_document(conn, draft, now)
+            status = WriteStatus.CREATED
+        else:
+            document_id = row["id"]
+            self._replace_document(conn, document_id, draft, now)
+            status = WriteStatus.UPDATED
+        self._insert_chunks(conn, document_id, chunks)
+        self._record_revision(conn, document_id, draft.revision, draft.title, status, now)
         return WriteResult(status, document_id, draft.revision, len(chunks))
 
     def _insert_document(
@@ -259,7 +290,8 @@ class SQLiteStore:
     ) -> None:
         conn.executemany(
             "INSERT INTO chunks (document_id, ordinal, char_start, char_end, line_start, line_end,"
-            " heading, text, unit, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " heading, text, unit, meta, text_hash, context)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     document_id,
@@ -272,6 +304,8 @@ class SQLiteStore:
                     c.text,
                     c.unit,
                     _dumps(dict(c.meta)),
+                    c.text_hash,
+                    c.context,
                 )
                 for c in chunks
             ],
@@ -360,12 +394,12 @@ class SQLiteStore:
         filters: SearchFilters,
         *,
         best_per_document: bool = False,
-        weights: tuple[float, float] = (1.0, 0.5),
+        weights: tuple[float, float, float] = (1.0, 0.5, 0.2),
     ) -> list[Scored]:
         match = fts_or_query(terms)
         if not match or k <= 0:
             return []
-        rank_fn = f"bm25({float(weights[0])!r}, {float(weights[1])!r})"
+        rank_fn = "bm25(" + ", ".join(repr(float(w)) for w in weights) + ")"
         where, params = _filter_sql(filters)
         if not where and not best_per_document:
             sql = (
@@ -448,6 +482,45 @@ class SQLiteStore:
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> ImportResult:
         with self.transaction() as conn:
             return transfer.import_records(conn, records)
+
+    # vectors
+
+    def known_vector_hashes(self, model: str, hashes: Sequence[str]) -> set[str]:
+        return vector_sql.known_hashes(self.connection(), model, hashes)
+
+    def latest_chunk_change(self) -> int:
+        return vector_sql.latest_change(self.connection())
+
+    def chunk_changes_since(self, seq: int) -> tuple[int, list[int], list[int]]:
+        return vector_sql.changes_since(self.connection(), seq)
+
+    def load_vectors(
+        self, model: str, dim: int, chunk_ids: Sequence[int] | None = None
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]:
+        return vector_sql.load_vectors(self.connection(), model, dim, chunk_ids)
+
+    def chunks_missing_vectors(
+        self, model: str, limit: int
+    ) -> list[tuple[int, str, Sequence[str], str]]:
+        return vector_sql.missing_vectors(self.connection(), model, limit)
+
+    def count_missing_vectors(self, model: str) -> int:
+        return vector_sql.count_missing(self.connection(), model)
+
+    def store_vectors(self, vectors: VectorBatch, hashes: Mapping[int, str]) -> None:
+        """Vectors for existing chunks (after a model change), with the chunks' text hashes."""
+        with self.transaction() as conn:
+            vector_sql.put_vectors(conn, vectors)
+            vector_sql.set_hashes(conn, hashes)
+
+    def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:
+        where, params = _filter_sql(filters)
+        rows = self.connection().execute(
+            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
+            + (f" WHERE {where}" if where else ""),
+            params,
+        )
+        return {row[0] for row in rows}
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:

@@ -1,9 +1,12 @@
 """Export and import of every record as JSON-lines-ready dicts, for the SQLite store.
 
-The stream starts with a header, then documents, their revision history, chunks and captures.
+The stream starts with a header, then documents, their revision history, chunks and captures,
+then the knowledge graph: entities, aliases and relationships (every version, retired ones too).
 Import restores ids, so exporting a fresh brain's import gives back the same bytes. A document
-whose id or uri is already taken is skipped with its chunks and history: import never
-overwrites what a brain holds.
+whose id or uri is already taken is skipped with its chunks and history, and an entity whose id
+or name is taken is skipped with its aliases and relationships: import never overwrites what a
+brain holds. The record field `type` names the record, so an entity's type is exported as
+`entity_type` and a relationship's as `relation`.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 import orjson
 
 from nexusbrain.errors import InvalidInput
-from nexusbrain.records import DocumentKind, ImportResult
+from nexusbrain.records import DocumentKind, ImportResult, RetireReason
 
 FORMAT = "nexusbrain-export"
 FORMAT_VERSION = 1
@@ -49,6 +52,39 @@ _CHUNK_FIELDS = (
     "meta",
 )
 _CAPTURE_FIELDS = ("at", "operation", "query", "mode", "filters", "results", "latency_ms")
+# (column, export field) pairs
+_ENTITY_FIELDS = (
+    ("id", "id"),
+    ("key", "key"),
+    ("name", "name"),
+    ("type", "entity_type"),
+    ("created_at", "created_at"),
+    ("updated_at", "updated_at"),
+)
+_ALIAS_FIELDS = (
+    ("key", "key"),
+    ("alias", "alias"),
+    ("entity_id", "entity_id"),
+    ("created_at", "created_at"),
+)
+_RELATIONSHIP_FIELDS = (
+    ("id", "id"),
+    ("from_id", "from_id"),
+    ("type", "relation"),
+    ("to_id", "to_id"),
+    ("valid_at", "valid_at"),
+    ("invalid_at", "invalid_at"),
+    ("created_at", "created_at"),
+    ("superseded_at", "superseded_at"),
+    ("reason", "reason"),
+    ("source", "source"),
+    ("supersedes", "supersedes"),
+)
+_GRAPH_TABLES = (
+    ("entity", "entities", _ENTITY_FIELDS, "id"),
+    ("alias", "entity_aliases", _ALIAS_FIELDS, "rowid"),
+    ("relationship", "relationships", _RELATIONSHIP_FIELDS, "id"),
+)
 
 
 def export_records(conn: sqlite3.Connection, schema: int) -> Iterator[dict[str, Any]]:
@@ -71,6 +107,9 @@ def export_records(conn: sqlite3.Connection, schema: int) -> Iterator[dict[str, 
         record["filters"] = orjson.loads(row["filters"])
         record["results"] = orjson.loads(row["results"])
         yield record
+    for kind, table, fields, order in _GRAPH_TABLES:
+        for row in conn.execute(f"SELECT * FROM {table} ORDER BY {order}"):
+            yield {"type": kind, **{name: row[column] for column, name in fields}}
 
 
 def _require(record: Mapping[str, Any], fields: Iterable[str], line: int) -> None:
@@ -85,6 +124,8 @@ class _Importer:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.kept: set[int] = set()
+        self.kept_entities: set[int] = set()
+        self.kept_relationships: set[int] = set()
         self.documents = 0
         self.chunks = 0
         self.skipped = 0
@@ -151,6 +192,56 @@ class _Importer:
             ),
         )
 
+    def entity(self, r: Mapping[str, Any], line: int) -> None:
+        _require(r, (name for _, name in _ENTITY_FIELDS), line)
+        if self._name_taken(r["key"]) or self._exists("entities", r["id"]):
+            self.skipped += 1
+            return
+        self._insert("entities", _ENTITY_FIELDS, r)
+        self.kept_entities.add(int(r["id"]))
+
+    def alias(self, r: Mapping[str, Any], line: int) -> None:
+        _require(r, (name for _, name in _ALIAS_FIELDS), line)
+        if r["entity_id"] not in self.kept_entities or self._name_taken(r["key"]):
+            self.skipped += 1
+            return
+        self._insert("entity_aliases", _ALIAS_FIELDS, r)
+
+    def relationship(self, r: Mapping[str, Any], line: int) -> None:
+        _require(r, (name for _, name in _RELATIONSHIP_FIELDS), line)
+        if r["reason"] is not None:
+            RetireReason(r["reason"])
+        ends_kept = {r["from_id"], r["to_id"]} <= self.kept_entities
+        lineage_kept = r["supersedes"] is None or r["supersedes"] in self.kept_relationships
+        if not (ends_kept and lineage_kept) or self._exists("relationships", r["id"]):
+            self.skipped += 1
+            return
+        self._insert("relationships", _RELATIONSHIP_FIELDS, r)
+        self.kept_relationships.add(int(r["id"]))
+
+    def _name_taken(self, key: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM entities WHERE key = ? UNION ALL SELECT 1 FROM entity_aliases"
+            " WHERE key = ?",
+            (key, key),
+        ).fetchone()
+        return row is not None
+
+    def _exists(self, table: str, row_id: int) -> bool:
+        return (
+            self.conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (row_id,)).fetchone()
+            is not None
+        )
+
+    def _insert(
+        self, table: str, fields: tuple[tuple[str, str], ...], r: Mapping[str, Any]
+    ) -> None:
+        columns = ", ".join(column for column, _ in fields)
+        self.conn.execute(
+            f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(fields))})",
+            [r[name] for _, name in fields],
+        )
+
     def header(self, r: Mapping[str, Any], line: int) -> None:
         if r.get("format") != FORMAT or r.get("version") != FORMAT_VERSION:
             raise InvalidInput(
@@ -167,6 +258,9 @@ def import_records(conn: sqlite3.Connection, records: Iterable[Mapping[str, Any]
         "revision": importer.revision,
         "chunk": importer.chunk,
         "capture": importer.capture,
+        "entity": importer.entity,
+        "alias": importer.alias,
+        "relationship": importer.relationship,
     }
     for line, record in enumerate(records, start=1):
         handler = handlers.get(str(record.get("type")))

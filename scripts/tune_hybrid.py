@@ -1,0 +1,218 @@
+"""Ablation of the hybrid pipeline on dev data (SciFact train, Cranfield, LoCoMo dev).
+
+Usage:
+  python scripts/tune_hybrid.py --datasets ../shared/datasets --profile edge [--only scifact]
+
+Builds one scratch brain per dataset (cached under --work, reused when it exists), then scores
+each variant of the search config in process. Only dev sets are used; the numbers in
+docs/tuning.md come from this script. Variants are named `name: field=value ...` overrides of
+the `balanced` preset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from nexusbrain.brain import Brain
+from nexusbrain.config import Settings
+from nexusbrain.embeddings.profiles import parse_profile
+from nexusbrain.evals.metrics import graded_ndcg_at_k, ndcg_at_k, recall_at_k
+from nexusbrain.ingest.conversation import Session, Turn
+from nexusbrain.records import SearchFilters, SearchMode
+from nexusbrain.retrieval.modes import PRESETS, PRFConfig, SearchConfig
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "bm25": {"dense": False, "prf": False},
+    "bm25+prf": {"dense": False},
+    "dense": {"weights": {"dense": 1.0, "bm25": 0.0}, "prf": False},
+    "hybrid": {"prf": False},
+    "hybrid d0.5": {"prf": False, "weights": {"bm25": 1.0, "dense": 0.5}},
+    "balanced": {},
+    "balanced prf-lex-only": {"weights": {"bm25": 1.0, "dense": 1.0, "bm25_prf": 0.5}},
+}
+
+
+def beir(folder: Path, split: str) -> tuple[dict[str, tuple[str, str]], dict[str, str], dict]:
+    corpus = {}
+    for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        corpus[doc["_id"]] = (doc.get("title", ""), doc["text"])
+    queries = {}
+    for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        queries[q["_id"]] = q["text"]
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (folder / "qrels" / f"{split}.tsv").read_text().splitlines()[1:]:
+        qid, did, grade = line.split("\t")
+        if int(grade) > 0:
+            qrels.setdefault(qid, {})[did] = int(grade)
+    return corpus, {q: queries[q] for q in qrels}, qrels
+
+
+def brain_for(work: Path, name: str, profile: str, fill: Callable[[Brain], None]) -> Brain:
+    db = work / f"{name}-{profile}.db"
+    fresh = not db.exists()
+    brain = Brain(Settings(db_path=db, embedder=parse_profile(profile)))
+    if fresh:
+        started = time.perf_counter()
+        fill(brain)
+        print(f"  built {db.name} in {time.perf_counter() - started:.1f}s")
+    brain.embed_missing()
+    return brain
+
+
+def config_of(overrides: dict[str, Any], brain: Brain) -> SearchConfig:
+    base = PRESETS[SearchMode.BALANCED]
+    values = dict(overrides)
+    brain.searcher.lexical = replace(brain.settings.lexical, **values.pop("lexical", {}))
+    if "weights" in values:
+        values["weights"] = MappingProxyType(dict(values["weights"]))
+    if "prf_config" in values:
+        values["prf_config"] = replace(PRFConfig(), **values["prf_config"])
+    return replace(base, **values)
+
+
+def run_beir(brain: Brain, queries: dict, qrels: dict, graded: bool, configs: dict) -> None:
+    for name, overrides in configs.items():
+        config = config_of(overrides, brain)
+        ndcg, r100, started = [], [], time.perf_counter()
+        for qid, text in queries.items():
+            hits = brain.searcher.search(
+                text, 100, SearchFilters(), config, best_per_document=True
+            )
+            ranked = [h.uri for h in hits]
+            rel = qrels[qid]
+            ndcg.append(
+                graded_ndcg_at_k(ranked, rel, 10) if graded else ndcg_at_k(ranked, set(rel), 10)
+            )
+            r100.append(recall_at_k(ranked, set(rel), 100))
+        ms = (time.perf_counter() - started) * 1000 / len(queries)
+        print(
+            f"  {name:28s} nDCG@10 {statistics.mean(ndcg):.4f}  R@100 {statistics.mean(r100):.4f}"
+            f"  {ms:.1f} ms/q"
+        )
+
+
+def fill_beir(corpus: dict[str, tuple[str, str]]) -> Callable[[Brain], None]:
+    def fill(brain: Brain) -> None:
+        batch = []
+        for doc_id, (title, text) in corpus.items():
+            if not (title.strip() or text.strip()):
+                continue  # Cranfield has a few empty documents
+            batch.append((doc_id, f"# {title.strip()}\n\n{text.strip()}" if title else text))
+        for doc_id, content in batch:
+            brain.ingest_markdown(content, uri=doc_id)
+
+    return fill
+
+
+DIA = re.compile(r"D(\d+):(\d+)")
+
+
+def locomo(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def fill_locomo(samples: list[dict]) -> Callable[[Brain], None]:
+    def fill(brain: Brain) -> None:
+        for sample in samples:
+            conv = sample["conversation"]
+            sessions = []
+            for key, turns in conv.items():
+                if not re.fullmatch(r"session_\d+", key) or not turns:
+                    continue
+                stamp = conv.get(f"{key}_date_time")
+                sessions.append(
+                    Session(
+                        id=key,
+                        conversation=sample["sample_id"],
+                        timestamp=stamp,
+                        turns=tuple(
+                            Turn(role=t["speaker"], content=_turn_text(t), id=t["dia_id"])
+                            for t in turns
+                        ),
+                    )
+                )
+            brain.ingest_conversation(sessions)
+
+    return fill
+
+
+def _turn_text(turn: dict) -> str:
+    text = turn["text"]
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
+def _evidence(ids: Iterable[str]) -> set[str]:
+    out = set()
+    for raw in ids:
+        for s, t in DIA.findall(raw.replace(" ", "")):
+            out.add(f"D{int(s)}:{int(t)}")
+    return out
+
+
+def run_locomo(brain: Brain, samples: list[dict], configs: dict) -> None:
+    for name, overrides in configs.items():
+        config = config_of(overrides, brain)
+        r5: dict[int, list[float]] = {}
+        started, n = time.perf_counter(), 0
+        for sample in samples:
+            filters = SearchFilters(path_prefix=f"conversation://{sample['sample_id']}/")
+            for qa in sample["qa"]:
+                gold = _evidence(qa.get("evidence", []))
+                if not gold or qa["category"] == 5:
+                    continue
+                hits = brain.searcher.search(qa["question"], 10, filters, config)
+                r5.setdefault(qa["category"], []).append(
+                    recall_at_k([h.unit or "" for h in hits], gold, 5)
+                )
+                n += 1
+        every = [v for vs in r5.values() for v in vs]
+        per = "  ".join(f"c{c} {statistics.mean(v):.3f}" for c, v in sorted(r5.items()))
+        ms = (time.perf_counter() - started) * 1000 / n
+        print(f"  {name:28s} R@5 {statistics.mean(every):.4f}  ({per})  {ms:.1f} ms/q")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--datasets", type=Path, default=Path("../shared/datasets"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/nexusbrain-tune"))
+    parser.add_argument("--profile", default="edge")
+    parser.add_argument("--only", action="append")
+    parser.add_argument("--variants", help="JSON object of extra variants to try")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    configs = dict(VARIANTS)
+    if args.variants:
+        configs = json.loads(args.variants)
+    wanted = set(args.only or ["scifact", "cranfield", "locomo"])
+    if "scifact" in wanted:
+        corpus, queries, qrels = beir(args.datasets / "scifact", "train")
+        print(f"scifact train ({len(queries)} queries), profile {args.profile}")
+        brain = brain_for(args.work, "scifact", args.profile, fill_beir(corpus))
+        run_beir(brain, queries, qrels, False, configs)
+    if "cranfield" in wanted:
+        corpus, queries, qrels = beir(args.datasets / "cranfield", "test")
+        print(f"cranfield ({len(queries)} queries), profile {args.profile}")
+        brain = brain_for(args.work, "cranfield", args.profile, fill_beir(corpus))
+        run_beir(brain, queries, qrels, True, configs)
+    if "locomo" in wanted:
+        samples = locomo(args.datasets / "locomo" / "locomo_dev.json")
+        print(f"locomo dev, profile {args.profile}")
+        brain = brain_for(args.work, "locomo", args.profile, fill_locomo(samples))
+        run_locomo(brain, samples, configs)
+
+
+if __name__ == "__main__":
+    main()

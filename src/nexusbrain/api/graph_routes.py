@@ -1,0 +1,90 @@
+"""The knowledge graph over HTTP: ingest, relations, history and traversal.
+
+Bodies are checked by pydantic here, then converted by the same function the CLI uses
+(`graph.model.inputs_from_json`), so both interfaces give the same answer to the same input.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query
+from pydantic import ConfigDict, Field
+
+from nexusbrain import views
+from nexusbrain.api.schemas import Strict
+from nexusbrain.brain import Brain
+from nexusbrain.graph.model import AsOf, inputs_from_json, parse_instant
+
+NAME = Field(min_length=1, max_length=500)
+
+
+class EntityIn(Strict):
+    name: str = NAME
+    type: str | None = Field(default=None, max_length=200)
+    aliases: list[str] = Field(default_factory=list, max_length=100)
+
+
+class RelationshipIn(Strict):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    from_: str = Field(alias="from", min_length=1, max_length=500)
+    type: str = Field(min_length=1, max_length=100)
+    to: str = NAME
+    valid_at: str | None = Field(default=None, description="ISO-8601; when the fact began")
+    invalid_at: str | None = Field(default=None, description="ISO-8601; when it stopped")
+    source: str | None = Field(default=None, max_length=2000)
+
+
+class GraphIngestIn(Strict):
+    entities: list[EntityIn] = Field(default_factory=list, max_length=10_000)
+    relationships: list[RelationshipIn] = Field(default_factory=list, max_length=10_000)
+
+
+AsOfValid = Annotated[
+    str | None, Query(description="ISO-8601 valid time: what held in the world then")
+]
+AsOfKnown = Annotated[
+    str | None, Query(description="ISO-8601 transaction time: as the brain knew it then")
+]
+
+
+def as_of(valid: str | None, known: str | None) -> AsOf:
+    return AsOf(parse_instant("as_of_valid", valid), parse_instant("as_of_known", known))
+
+
+def graph_routes(app: FastAPI, brain: Brain) -> None:
+    @app.post("/ingest", tags=["graph"])
+    def ingest(body: GraphIngestIn, dry_run: bool = False) -> dict[str, Any]:
+        """Entities and relationships. Each relationship answers `created` or `duplicate`;
+        a changed window or a contradicted functional fact retires the old version."""
+        entities, relationships = inputs_from_json(body.model_dump(by_alias=True))
+        return views.graph_ingest(brain.graph.ingest(entities, relationships, dry_run=dry_run))
+
+    @app.get("/graph/relationships/{relationship_id}/history", tags=["graph"])
+    def history(relationship_id: int) -> dict[str, Any]:
+        """Every version of the lineage, oldest first, and the current one (or null)."""
+        return views.relationship_history(brain.graph.history(relationship_id))
+
+    @app.get("/graph/relations", tags=["graph"])
+    def relations(
+        from_: Annotated[str | None, Query(alias="from")] = None,
+        to: str | None = None,
+        type: str | None = None,
+        as_of_valid: AsOfValid = None,
+        as_of_known: AsOfKnown = None,
+    ) -> dict[str, Any]:
+        """Current relationships of an entity (or those of the as-of times)."""
+        when = as_of(as_of_valid, as_of_known)
+        found = brain.graph.relations(from_, to_name=to, type=type, as_of=when)
+        return views.relations(found, when)
+
+    @app.get("/graph/traverse", tags=["graph"])
+    def traverse(
+        from_: Annotated[str, Query(alias="from")],
+        depth: int = 1,
+        as_of_valid: AsOfValid = None,
+        as_of_known: AsOfKnown = None,
+    ) -> dict[str, Any]:
+        """Paths along current edges (or those of the as-of times) whose edges hold at once."""
+        when = as_of(as_of_valid, as_of_known)
+        return views.traversal(brain.graph.traverse(from_, depth, as_of=when))

@@ -1,0 +1,110 @@
+"""The real server and CLI as child processes, on a free loopback port with their own database."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+
+from nexusbrain.errors import BrainError
+
+HOST = "127.0.0.1"
+# Settings of the user's own server that must not leak into the bench's children.
+_DROPPED = ("BRAIN_API_TOKEN", "BRAIN_CAPTURE", "BRAIN_DB_PATH", "BIND_PORT", "BRAIN_BIND_HOST")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def child_env(envelope: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of every child: the caller's, minus its server's settings, with the
+    loopback exempt from rate limiting so that the bench never trips it."""
+    env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
+    env["BRAIN_RATE_LIMIT_LOOPBACK"] = "0"
+    env["BRAIN_ENVELOPE"] = envelope
+    env.update(extra or {})
+    return env
+
+
+def nexusbrain(db: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "nexusbrain", "--db", str(db), *args]
+
+
+def run_cli(db: Path, env: Mapping[str, str], *args: str) -> tuple[dict[str, Any], float]:
+    """Run `nexusbrain --db DB ARGS --json`; (its JSON answer, wall seconds)."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*nexusbrain(db, *args), "--json"], env=dict(env), capture_output=True, check=False
+    )
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
+        raise BrainError(f"nexusbrain {' '.join(args)} failed: {' | '.join(tail)}")
+    answer: dict[str, Any] = orjson.loads(done.stdout)
+    return answer, seconds
+
+
+class ChildServer:
+    """`nexusbrain serve` in a child process. Use as a context manager; it stops on exit."""
+
+    def __init__(self, db: Path, env: Mapping[str, str], log_path: Path) -> None:
+        self.db = db
+        self.env = dict(env)
+        self.log_path = log_path
+        self.port = free_port()
+        self.url = f"http://{HOST}:{self.port}"
+        self.started_at = 0.0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._ps: psutil.Process | None = None
+
+    def __enter__(self) -> ChildServer:
+        args = ("serve", "--host", HOST, "--port", str(self.port), "--log-level", "warning")
+        with self.log_path.open("ab") as log:
+            self.started_at = time.perf_counter()
+            self._process = subprocess.Popen(
+                nexusbrain(self.db, *args), env=self.env, stdout=log, stderr=log
+            )
+        self._ps = psutil.Process(self._process.pid)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def rss(self) -> int:
+        assert self._ps is not None
+        return int(self._ps.memory_info().rss)
+
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def check_alive(self) -> None:
+        if not self.alive():
+            raise BrainError(f"the server exited early; its log: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 8) -> str:
+        if not self.log_path.exists():
+            return "(no log)"
+        text = self.log_path.read_text(encoding="utf-8", errors="replace").strip()
+        return " | ".join(text.splitlines()[-lines:]) or "(empty log)"
+
+    def stop(self) -> None:
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)

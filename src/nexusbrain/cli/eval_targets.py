@@ -1,0 +1,171 @@
+"""The brains an evaluation runs against, behind the `nexusbrain.evals.targets` protocols: a
+Brain in process (an existing database, or a scratch one per corpus scope) or a running server
+over HTTP. This is interface code: it parses nothing and scores nothing, it only adapts."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from nexusbrain.brain import Brain
+from nexusbrain.config import Settings
+from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.errors import InvalidInput
+from nexusbrain.evals.targets import Retrieved, SearchRequest, Workspace, WorkspaceFactory
+from nexusbrain.ingest.conversation import Session
+from nexusbrain.records import Hit, SearchFilters, SearchMode
+from nexusbrain.retrieval.modes import preset
+
+
+def open_brain(db: Path | None, *, lexical_only: bool = False) -> Brain:
+    """The brain at `db` (else $BRAIN_DB_PATH, else the default); lexical-only loads no
+    embedding model."""
+    settings = Settings.from_env(db)
+    return Brain(replace(settings, embedder=Profile.NONE) if lexical_only else settings)
+
+
+class BrainTarget:
+    """A Brain in process. With `lexical_only`, searches are BM25 alone: no dense retriever and
+    no pseudo-relevance feedback, whatever the mode's preset says (the lexical baseline)."""
+
+    def __init__(self, brain: Brain, *, lexical_only: bool = False, label: str = "in-process"):
+        self.brain = brain
+        self.lexical_only = lexical_only
+        self.label = label
+
+    def search(
+        self, query: str, request: SearchRequest, *, path_prefix: str | None = None
+    ) -> list[Retrieved]:
+        filters = SearchFilters(path_prefix=path_prefix)
+        if self.lexical_only:
+            config = preset(
+                SearchMode(request.mode), dense=False, prf=False, min_relative_score=0.0
+            )
+            hits = self.brain.searcher.search(
+                query, request.k, filters, config, best_per_document=request.best_per_document
+            )
+        else:
+            hits = self.brain.search(
+                query,
+                k=request.k,
+                filters=filters,
+                best_per_document=request.best_per_document,
+                mode=request.mode,
+            )
+        return [_retrieved(h) for h in hits]
+
+    def describe(self) -> Mapping[str, Any]:
+        embedder = Profile.NONE if self.lexical_only else self.brain.settings.embedder
+        return {
+            "target": self.label,
+            "retrievers": "bm25 only" if self.lexical_only else "mode preset",
+            "embedder": embedder.value,
+        }
+
+    def export_records(self) -> Iterator[Mapping[str, Any]]:
+        return self.brain.export()
+
+    def add_markdown(self, items: Sequence[tuple[str, str, str]]) -> None:
+        for uri, title, content in items:
+            self.brain.ingest_markdown(content, title=title or None, uri=uri)
+
+    def add_folder(self, folder: Path) -> int:
+        report = self.brain.ingest_dir(folder)
+        if report.errors:
+            first = report.errors[0]
+            raise InvalidInput(
+                f"{len(report.errors)} file(s) of {folder} could not be ingested, "
+                f"e.g. {first.path}: {first.reason}"
+            )
+        return report.added + report.updated + report.unchanged
+
+    def add_sessions(self, sessions: Sequence[Session], index_roles: Sequence[str] | None) -> None:
+        self.brain.ingest_conversation(sessions, index_roles=index_roles)
+
+
+def _retrieved(hit: Hit) -> Retrieved:
+    return Retrieved(chunk_id=hit.chunk_id, uri=hit.uri, unit=hit.unit, text=hit.text)
+
+
+def scratch_factory(*, lexical_only: bool = False) -> WorkspaceFactory:
+    """A WorkspaceFactory: each call opens an empty brain in a temporary folder, removed on
+    close. The embedder is $BRAIN_EMBEDDER's (none when lexical-only)."""
+
+    @contextmanager
+    def scratch() -> Iterator[Workspace]:
+        with tempfile.TemporaryDirectory(prefix="nexusbrain-eval-") as folder:
+            brain = open_brain(Path(folder) / "scratch.db", lexical_only=lexical_only)
+            try:
+                yield BrainTarget(brain, lexical_only=lexical_only, label="scratch")
+            finally:
+                brain.close()
+
+    return scratch
+
+
+class HttpTarget:
+    """A running `nexusbrain serve`, through GET /search and GET /export. Sends
+    $BRAIN_API_TOKEN as a bearer token when it is set."""
+
+    def __init__(self, url: str, *, timeout: float = 60.0) -> None:
+        parsed = urllib.parse.urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise InvalidInput(f"--api {url!r} is not an http(s) URL, e.g. http://127.0.0.1:8765")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.token = os.environ.get("BRAIN_API_TOKEN")
+
+    def search(
+        self, query: str, request: SearchRequest, *, path_prefix: str | None = None
+    ) -> list[Retrieved]:
+        params: dict[str, Any] = {
+            "q": query,
+            "k": request.k,
+            "mode": request.mode,
+            "best_per_document": str(request.best_per_document).lower(),
+        }
+        if path_prefix:
+            params["path_prefix"] = path_prefix
+        with self._get("/search?" + urllib.parse.urlencode(params)) as response:
+            body = orjson.loads(response.read())
+        return [
+            Retrieved(int(h["chunk_id"]), str(h["uri"]), h.get("unit"), str(h.get("text", "")))
+            for h in body["hits"]
+        ]
+
+    def describe(self) -> Mapping[str, Any]:
+        return {"target": "http", "url": self.url}
+
+    def export_records(self) -> Iterator[Mapping[str, Any]]:
+        with self._get("/export") as response:
+            for line in response:
+                if line.strip():
+                    yield orjson.loads(line)
+
+    def _get(self, path: str) -> Any:
+        request = urllib.request.Request(self.url + path)
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            return urllib.request.urlopen(request, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            raise InvalidInput(f"{self.url} answered {exc.code}: {_message(exc.read())}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise InvalidInput(f"cannot reach --api {self.url}: {exc}") from None
+
+
+def _message(body: bytes) -> str:
+    try:
+        return str(orjson.loads(body)["error"]["message"])
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return body[:200].decode("utf-8", "replace")

@@ -1,0 +1,72 @@
+"""Static embeddings (model2vec format): a token-embedding table, mean-pooled. numpy only.
+
+A model directory holds `config.json`, `tokenizer.json` (Hugging Face tokenizers) and
+`model.safetensors` with `embeddings` [vocab, dim] (float32, float16 or int8) and optionally
+`weights` [vocab] (a per-token scale) and `mapping` [vocab] (rows shared between tokens).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+
+from nexusbrain.embeddings.base import Vectors, normalise_rows
+from nexusbrain.errors import ConfigError, MissingExtra
+
+BATCH = 1024
+
+
+class StaticEmbedder:
+    def __init__(self, path: Path, *, name: str | None = None) -> None:
+        try:
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - both are core dependencies
+            raise MissingExtra("edge", exc.name or "tokenizers") from None
+        if not (path / "model.safetensors").exists():
+            raise ConfigError(f"no static model at {path}: model.safetensors is missing")
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        tensors = load_file(str(path / "model.safetensors"))
+        table = tensors["embeddings"].astype(np.float32)
+        if "mapping" in tensors:
+            table = table[tensors["mapping"].astype(np.int64)]
+        if "weights" in tensors:
+            table = table * tensors["weights"].astype(np.float32)[:, None]
+        self._table = np.ascontiguousarray(table)
+        self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        self._max_tokens = int(config.get("max_length") or 512)
+        digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()[:12]
+        self._model_id = f"static:{name or path.name}:{digest}"
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return int(self._table.shape[1])
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), BATCH):
+            out[start : start + BATCH] = self._encode_batch(texts[start : start + BATCH])
+        return out
+
+    def _encode_batch(self, texts: Sequence[str]) -> Vectors:
+        encodings = self._tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+        ids = [e.ids[: self._max_tokens] for e in encodings]
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+        sums = np.zeros((len(ids), self.dim), dtype=np.float32)
+        present = lengths > 0
+        if flat.size:
+            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[present]
+            sums[present] = np.add.reduceat(self._table[flat], starts, axis=0)
+        return normalise_rows(sums)

@@ -1,0 +1,51 @@
+"""Search modes: named presets of one frozen search config. The constants are committed here and
+their tuning (on dev data only) is written down in docs/tuning.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from nexusbrain.records import SearchMode
+
+
+@dataclass(frozen=True, slots=True)
+class PRFConfig:
+    feedback_docs: int = 8  # top fused chunks used as feedback
+    expansion_terms: int = 10  # RM3 terms added to the lexical query
+    rocchio_alpha: float = 1.0
+    rocchio_beta: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    k: int = 10  # hits returned when the caller does not say
+    depth: int = 100  # candidates each retriever contributes to fusion
+    dense: bool = True
+    prf: bool = True
+    rrf_k: int = 60
+    weights: MappingProxyType[str, float] = field(
+        default_factory=lambda: MappingProxyType(
+            {"bm25": 1.0, "dense": 1.0, "bm25_prf": 0.5, "dense_prf": 0.5}
+        )
+    )
+    prf_config: PRFConfig = field(default_factory=PRFConfig)
+    min_relative_score: float = 0.0  # drop hits whose fused score < this × the best one
+    neighbours: int = 0  # recall: add this many chunks before/after each hit, as context
+    graph: bool = False  # recall: add graph context for entities in the top hits
+    budget_tokens: int = 2000  # recall: default token budget
+
+
+PRESETS: MappingProxyType[SearchMode, SearchConfig] = MappingProxyType(
+    {
+        SearchMode.CONSERVATIVE: SearchConfig(
+            k=5, prf=False, min_relative_score=0.5, budget_tokens=1000
+        ),
+        SearchMode.BALANCED: SearchConfig(),
+        SearchMode.TOKENMAX: SearchConfig(k=20, neighbours=1, graph=True, budget_tokens=6000),
+    }
+)
+
+
+def preset(mode: SearchMode, **overrides: object) -> SearchConfig:
+    return replace(PRESETS[mode], **overrides)  # type: ignore[arg-type]

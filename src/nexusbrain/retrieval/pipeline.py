@@ -1,0 +1,157 @@
+"""The hybrid search pipeline: BM25 and dense lists, optional PRF lists, RRF, explained hits.
+
+query ─┬─ bm25 ──────────┐
+       └─ dense ─────────┤── rrf ──(prf on)──> feedback chunks ─┬─ bm25 + RM3 terms ─┐
+                                                                └─ Rocchio vector ───┤
+       bm25, dense, bm25_prf, dense_prf ─────────────────────────────── rrf ──> hits
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nexusbrain.config import LexicalConfig
+from nexusbrain.embeddings import Embedder
+from nexusbrain.records import (
+    Hit,
+    RetrieverScore,
+    Scored,
+    SearchFilters,
+    Trace,
+)
+from nexusbrain.retrieval.fusion import Fused, rrf
+from nexusbrain.retrieval.hits import build_hits
+from nexusbrain.retrieval.modes import SearchConfig
+from nexusbrain.retrieval.prf import rm3_terms, rocchio
+from nexusbrain.retrieval.terms import query_terms
+from nexusbrain.retrieval.vectors import VectorIndex
+from nexusbrain.storage import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """The fused ranking before hits are built: what `explain` inspects too."""
+
+    lists: Mapping[str, list[Scored]]
+    fused: list[Fused]
+    prf_terms: tuple[str, ...]
+
+
+class Searcher:
+    def __init__(
+        self,
+        store: Store,
+        lexical: LexicalConfig,
+        embedder: Embedder | None,
+        index: VectorIndex | None,
+    ) -> None:
+        self.store = store
+        self.lexical = lexical
+        self.embedder = embedder
+        self.index = index
+
+    def search(
+        self,
+        query: str,
+        k: int,
+        filters: SearchFilters,
+        config: SearchConfig,
+        *,
+        best_per_document: bool = False,
+    ) -> list[Hit]:
+        ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
+        fused = _above_floor(ranked.fused, config.min_relative_score)[:k]
+        return build_hits(self.store, [_traced(f, i, ranked) for i, f in enumerate(fused, 1)])
+
+    def rank(
+        self,
+        query: str,
+        depth: int,
+        filters: SearchFilters,
+        config: SearchConfig,
+        best_per_document: bool = False,
+    ) -> Ranked:
+        terms = query_terms(query, drop_stopwords=self.lexical.drop_stopwords)
+        lists: dict[str, list[Scored]] = {
+            "bm25": self._bm25(terms, depth, filters, best_per_document)
+        }
+        vector = None
+        allowed = None
+        if config.dense and self.embedder is not None and self.index is not None:
+            vector = self.embedder.encode([query])[0]
+            allowed = None if filters.is_empty() else self.store.chunk_ids_matching(filters)
+            lists["dense"] = self.index.search(
+                vector, depth, allowed=allowed, best_per_document=best_per_document
+            )
+        fused = _fuse(lists, config)
+        if not config.prf or not fused:
+            return Ranked(lists, fused, ())
+        feedback = fused[: config.prf_config.feedback_docs]
+        expansion = self._expansion_terms(feedback, terms, config)
+        if expansion:
+            lists["bm25_prf"] = self._bm25(terms + expansion, depth, filters, best_per_document)
+        if vector is not None and self.index is not None:
+            moved = self._rocchio(vector, feedback, config)
+            lists["dense_prf"] = self.index.search(
+                moved, depth, allowed=allowed, best_per_document=best_per_document
+            )
+        return Ranked(lists, _fuse(lists, config), tuple(expansion))
+
+    def _bm25(
+        self, terms: Sequence[str], depth: int, filters: SearchFilters, best: bool
+    ) -> list[Scored]:
+        lex = self.lexical
+        weights = (lex.text_weight, lex.heading_weight, lex.context_weight)
+        return self.store.lexical_search(
+            terms, depth, filters, best_per_document=best, weights=weights
+        )
+
+    def _expansion_terms(
+        self, feedback: list[Fused], terms: list[str], config: SearchConfig
+    ) -> list[str]:
+        found = self.store.fetch_chunks([f.chunk_id for f in feedback])
+        texts = [found[f.chunk_id][0].text for f in feedback if f.chunk_id in found]
+        weights = [f.score for f in feedback if f.chunk_id in found]
+        chosen = rm3_terms(texts, weights, terms, config.prf_config.expansion_terms)
+        return [term for term, _ in chosen]
+
+    def _rocchio(
+        self, vector: np.ndarray, feedback: list[Fused], config: SearchConfig
+    ) -> np.ndarray:
+        assert self.index is not None
+        rows = self.index.vectors_of([f.chunk_id for f in feedback])
+        weights = [f.score for f in feedback if f.chunk_id in rows]
+        matrix = np.array([rows[f.chunk_id] for f in feedback if f.chunk_id in rows])
+        prf = config.prf_config
+        return rocchio(vector, matrix, weights, prf.rocchio_alpha, prf.rocchio_beta)
+
+
+def _fuse(lists: Mapping[str, list[Scored]], config: SearchConfig) -> list[Fused]:
+    ids = {name: [s.chunk_id for s in results] for name, results in lists.items()}
+    return rrf(ids, config.weights, config.rrf_k)
+
+
+def _above_floor(fused: list[Fused], floor: float) -> list[Fused]:
+    if floor <= 0 or not fused:
+        return fused
+    best = fused[0].score
+    return [f for f in fused if f.score >= floor * best]
+
+
+def _traced(fused: Fused, rank: int, ranked: Ranked) -> tuple[int, float, Trace]:
+    retrievers = []
+    for name, results in ranked.lists.items():
+        for position, scored in enumerate(results, start=1):
+            if scored.chunk_id == fused.chunk_id:
+                retrievers.append(RetrieverScore(name, position, scored.score))
+                break
+    trace = Trace(
+        retrievers=tuple(retrievers),
+        fusion=fused.contributions,
+        fused_rank=rank,
+        prf_terms=ranked.prf_terms,
+    )
+    return fused.chunk_id, fused.score, trace

@@ -1,0 +1,80 @@
+"""Pure math of the hybrid pipeline: RRF fusion, RM3 terms and the Rocchio vector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nexusbrain.retrieval.fusion import rrf
+from nexusbrain.retrieval.prf import rm3_terms, rocchio
+
+
+def test_rrf_matches_a_hand_computed_table() -> None:
+    # a: bm25 rank 1, dense rank 3  -> 1/61 + 0.5/63 = 0.0163934 + 0.0079365 = 0.0243299
+    # b: bm25 rank 2                -> 1/62           = 0.0161290
+    # c: dense rank 1               -> 0.5/61         = 0.0081967
+    # d: dense rank 2               -> 0.5/62         = 0.0080645
+    fused = rrf({"bm25": [1, 2], "dense": [3, 4, 1]}, {"bm25": 1.0, "dense": 0.5})
+    # ids: 1=a, 2=b, 3=c, 4=d
+    assert [f.chunk_id for f in fused] == [1, 2, 3, 4]
+    assert fused[0].score == pytest.approx(1 / 61 + 0.5 / 63)
+    assert fused[1].score == pytest.approx(1 / 62)
+    assert [(c.retriever, c.rank) for c in fused[0].contributions] == [("bm25", 1), ("dense", 3)]
+
+
+def test_rrf_ties_break_by_best_rank_then_id() -> None:
+    fused = rrf({"x": [7, 8], "y": [8, 7]})
+    assert [f.chunk_id for f in fused] == [7, 8]  # equal scores, equal best rank: lower id
+
+
+def test_rrf_counts_an_id_once_per_list() -> None:
+    [only] = rrf({"x": [5, 5, 5]})
+    assert only.score == pytest.approx(1 / 61)
+
+
+lists_strategy = st.dictionaries(
+    st.sampled_from(["bm25", "dense", "bm25_prf", "dense_prf"]),
+    st.lists(st.integers(0, 30), max_size=15, unique=True),
+    max_size=4,
+)
+
+
+@given(lists_strategy, st.randoms(use_true_random=False))
+def test_rrf_does_not_depend_on_the_order_of_the_lists(lists, rnd) -> None:  # type: ignore[no-untyped-def]
+    names = list(lists)
+    rnd.shuffle(names)
+    shuffled = {name: lists[name] for name in names}
+    assert rrf(lists) == rrf(shuffled)
+
+
+@given(lists_strategy)
+def test_rrf_scores_exactly_the_ids_in_some_list(lists) -> None:  # type: ignore[no-untyped-def]
+    fused = rrf(lists)
+    assert {f.chunk_id for f in fused} == {i for ids in lists.values() for i in ids}
+    scores = [f.score for f in fused]
+    assert scores == sorted(scores, reverse=True)
+    assert all(s > 0 for s in scores)
+
+
+def test_rm3_ranks_feedback_words_by_relevance_model() -> None:
+    texts = ["apple banana apple", "banana cherry"]
+    # P(w|R) = Σ P(w|d) P(d|q); weights 3:1 -> P(d1)=0.75, P(d2)=0.25
+    # apple: 2/3*0.75 = 0.5; banana: 1/3*0.75 + 1/2*0.25 = 0.375; cherry: 1/2*0.25 = 0.125
+    terms = rm3_terms(texts, [3.0, 1.0], query_terms=[], n_terms=3)
+    assert [t for t, _ in terms] == ["apple", "banana", "cherry"]
+    assert [w for _, w in terms] == pytest.approx([0.5, 0.375, 0.125])
+
+
+def test_rm3_leaves_out_query_words_stopwords_and_numbers() -> None:
+    terms = rm3_terms(["the 2024 outage outage of the database"], [1.0], ["database"], 5)
+    assert [t for t, _ in terms] == ["outage"]
+
+
+def test_rocchio_moves_the_query_towards_the_feedback() -> None:
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    feedback = np.array([[0.0, 1.0], [0.0, 1.0]], dtype=np.float32)
+    moved = rocchio(query, feedback, [1.0, 1.0], alpha=1.0, beta=1.0)
+    assert moved == pytest.approx(np.array([1, 1]) / np.sqrt(2))
+    assert rocchio(query, feedback[:0], [], 1.0, 1.0) is query

@@ -1,0 +1,155 @@
+"""The hybrid pipeline end to end on a real SQLite brain: vectors, fusion, PRF, modes, explain."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nexusbrain.brain import Brain
+from nexusbrain.config import Settings
+from nexusbrain.embeddings.base import Vectors
+from nexusbrain.embeddings.hashing import HashingEmbedder
+from nexusbrain.embeddings.profiles import Profile, load_embedder
+from nexusbrain.retrieval.filters import make_filters
+
+DOCS = {
+    "ops/deploy.md": "# Deploy\n\nThe deploy failed because the API key expired.\n\n"
+    "## Fix\n\nRotate the key in the vault, then redeploy the service.",
+    "ops/backup.md": "# Backups\n\nNightly backups go to the cold storage bucket.",
+    "home/garden.md": "# Garden\n\nWater the tomatoes every morning in summer.",
+}
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, counting the texts it is asked to encode."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoded: list[str] = []
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        self.encoded.extend(texts)
+        return super().encode(texts)
+
+
+def seed(brain: Brain) -> None:
+    for uri, text in DOCS.items():
+        brain.ingest_markdown(text, uri=uri, domain=uri.split("/")[0])
+
+
+def counting_brain(path: Path) -> tuple[Brain, CountingEmbedder]:
+    brain = Brain(Settings(db_path=path, embedder=Profile.NONE))
+    embedder = CountingEmbedder()
+    from nexusbrain.retrieval.pipeline import Searcher
+    from nexusbrain.retrieval.vectors import VectorIndex, VectorWriter
+
+    brain.embedder = embedder
+    brain.vectors = VectorWriter(brain.store, embedder)
+    brain.index = VectorIndex(brain.store, embedder)
+    brain.searcher = Searcher(brain.store, brain.settings.lexical, embedder, brain.index)
+    return brain, embedder
+
+
+def test_every_hit_explains_its_fused_rank(brain: Brain) -> None:
+    seed(brain)
+    hits = brain.search("why did the deploy fail", k=3)
+    top = hits[0]
+    assert top.uri == "ops/deploy.md"
+    names = {r.retriever for r in top.trace.retrievers}
+    assert {"bm25", "dense"} <= names
+    assert top.trace.fused_rank == 1
+    assert top.score == pytest.approx(sum(c.contribution for c in top.trace.fusion))
+    for c in top.trace.fusion:
+        assert c.contribution == pytest.approx(c.weight / (60 + c.rank))
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+
+
+def test_balanced_uses_prf_and_conservative_does_not(brain: Brain) -> None:
+    seed(brain)
+    balanced = brain.search("deploy failure", mode="balanced")[0]
+    assert balanced.trace.prf_terms
+    assert "bm25_prf" in {r.retriever for r in balanced.trace.retrievers}
+    strict = brain.search("deploy failure", mode="conservative")
+    assert strict and not strict[0].trace.prf_terms
+    assert len(strict) <= 5
+    assert all(h.score >= 0.5 * strict[0].score for h in strict)
+
+
+def test_unchanged_text_is_never_embedded_twice(tmp_path: Path) -> None:
+    brain, embedder = counting_brain(tmp_path / "b.db")
+    seed(brain)
+    first = len(embedder.encoded)
+    assert first == 4  # deploy has two chunks, the others one each
+    seed(brain)  # duplicates: nothing new to embed
+    assert len(embedder.encoded) == first
+    edited = DOCS["ops/deploy.md"].replace("redeploy the service", "restart it")
+    brain.ingest_markdown(edited, uri="ops/deploy.md")
+    assert len(embedder.encoded) == first + 1  # only the changed chunk
+    brain.add_memory("Bring the umbrella.")
+    brain.add_memory("Bring the umbrella.")
+    assert len(embedder.encoded) == first + 2  # the memory once, the duplicate not at all
+    brain.close()
+
+
+def test_a_new_model_embeds_what_it_lacks_with_progress(tmp_path: Path) -> None:
+    with Brain(Settings(db_path=tmp_path / "b.db", embedder=Profile.NONE)) as lexical_only:
+        seed(lexical_only)
+    brain, embedder = counting_brain(tmp_path / "b.db")
+    seen: list[tuple[int, int]] = []
+    assert brain.embed_missing(lambda done, total: seen.append((done, total))) == 4
+    assert seen[-1] == (4, 4)
+    assert brain.embed_missing() == 0
+    assert "dense" in {r.retriever for r in brain.search("tomatoes")[0].trace.retrievers}
+    brain.close()
+
+
+def test_the_index_sees_writes_from_another_brain_on_the_same_file(tmp_path: Path) -> None:
+    settings = Settings(db_path=tmp_path / "b.db", embedder=Profile.HASHING)
+    with Brain(settings) as server, Brain(settings) as cli:
+        seed(server)
+        server.search("garden")  # loads the index
+        cli.ingest_markdown("# Bees\n\nThe beehive needs a new queen.", uri="home/bees.md")
+        hit = server.search("beehive queen")[0]
+        assert hit.uri == "home/bees.md"
+        assert "dense" in {r.retriever for r in hit.trace.retrievers}
+        cli.delete_document(hit.document_id)
+        assert all(h.uri != "home/bees.md" for h in server.search("beehive queen"))
+
+
+def test_tokenmax_recall_brings_neighbouring_chunks(brain: Brain) -> None:
+    seed(brain)
+    result = brain.recall("expired API key", k=1, mode="tokenmax")
+    deploy = [h for h in result.hits if h.uri == "ops/deploy.md"]
+    assert len(deploy) == 2
+    assert any(h.trace.context and h.trace.context.startswith("neighbour") for h in deploy)
+    assert result.budget_tokens == 6000
+
+
+def test_explain_says_where_a_document_ranked_or_what_excluded_it(brain: Brain) -> None:
+    seed(brain)
+    found = brain.explain("why did the deploy fail", "ops/deploy.md")
+    assert found.returned and found.fused_rank == 1 and not found.excluded_by
+    bm25 = next(p for p in found.positions if p.retriever == "bm25")
+    assert bm25.rank == 1 and bm25.score and bm25.score > 0
+    filtered = brain.explain(
+        "why did the deploy fail", "ops/deploy.md", filters=make_filters(domain="home")
+    )
+    assert filtered.excluded_by == ("domain=home",) and not filtered.returned
+    garden = brain.explain("why did the deploy fail", "home/garden.md", k=1)
+    assert not garden.returned
+
+
+def test_the_edge_model_ships_in_the_package_and_runs_offline() -> None:
+    embedder = load_embedder(Profile.EDGE)
+    assert embedder is not None and embedder.model_id.startswith("static:edge:")
+    vectors = embedder.encode(["rotate the api key", "rotate the API key", ""])
+    assert vectors.shape == (3, embedder.dim) and vectors.dtype == np.float32
+    assert np.linalg.norm(vectors[0]) == pytest.approx(1.0, abs=1e-5)
+    assert vectors[0] @ vectors[1] == pytest.approx(1.0, abs=1e-5)  # uncased vocabulary
+    assert not vectors[2].any()
+    related = embedder.encode(["the car would not start", "my automobile broke down"])
+    unrelated = embedder.encode(["the car would not start", "a recipe for lemon cake"])
+    assert related[0] @ related[1] > unrelated[0] @ unrelated[1]
