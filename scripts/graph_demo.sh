@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
 # The knowledge graph end to end over HTTP: a real `nexusbrain serve` on a scratch database.
 #
-# Usage: scripts/graph_demo.sh            (needs curl and jq; uses .venv/bin/nexusbrain if present)
+# Usage: scripts/graph_demo.sh            start `nexusbrain serve` on a scratch database
+#        scripts/graph_demo.sh URL DB     use a running server whose (empty) database is DB
+# Needs curl, jq and python3; uses .venv/bin/nexusbrain if present.
 #
 # Each step prints what the server answered and checks it; the script exits non-zero on the
 # first answer that is not what the issue asks for.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-NEXUSBRAIN=${NEXUSBRAIN:-$( [ -x .venv/bin/nexusbrain ] && echo .venv/bin/nexusbrain || echo nexusbrain )}
 SCRATCH=$(mktemp -d)
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-URL="http://127.0.0.1:$PORT"
-
-"$NEXUSBRAIN" --db "$SCRATCH/demo.db" serve --port "$PORT" --log-level warning &
-SERVER=$!
-trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; rm -rf "$SCRATCH"' EXIT
-for _ in $(seq 100); do curl -fs "$URL/health" >/dev/null && break; sleep 0.1; done
+if [ $# -eq 2 ]; then
+  URL=$1 DB=$2
+  trap 'rm -rf "$SCRATCH"' EXIT
+else
+  NEXUSBRAIN=${NEXUSBRAIN:-$( [ -x .venv/bin/nexusbrain ] && echo .venv/bin/nexusbrain || echo nexusbrain )}
+  PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  URL="http://127.0.0.1:$PORT" DB="$SCRATCH/demo.db"
+  "$NEXUSBRAIN" --db "$DB" serve --port "$PORT" --log-level warning &
+  SERVER=$!
+  trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; rm -rf "$SCRATCH"' EXIT
+  for _ in $(seq 100); do curl -fs "$URL/health" >/dev/null && break; sleep 0.1; done
+fi
 
 ingest() { curl -fsS "$URL/ingest" -H 'content-type: application/json' -d "$1"; }
 check() { if [ "$1" != "$2" ]; then echo "FAILED: expected $2, got $1" >&2; exit 1; fi; echo "  ok: $3"; }
 rows() {  # relationship rows, as a separate reader of the database file sees them
-  python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM relationships").fetchone()[0])' "$SCRATCH/demo.db"
+  python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM relationships").fetchone()[0])' "$DB"
 }
 
 FIRST='{"relationships": [{"from": "alice", "type": "manages", "to": "bob", "valid_at": "2020-01-01", "invalid_at": "2023-01-01"}]}'

@@ -86,9 +86,7 @@ def run_beir(brain: Brain, queries: dict, qrels: dict, graded: bool, configs: di
         config = config_of(overrides, brain)
         ndcg, r100, started = [], [], time.perf_counter()
         for qid, text in queries.items():
-            hits = brain.searcher.search(
-                text, 100, SearchFilters(), config, best_per_document=True
-            )
+            hits = brain.searcher.search(text, 100, SearchFilters(), config, best_per_document=True)
             ranked = [h.uri for h in hits]
             rel = qrels[qid]
             ndcg.append(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from nexusbrain.api.guard import ServerSettings
 from nexusbrain.brain import Brain
@@ -314,3 +317,15 @@ def test_openapi_lists_the_graph_routes(live_server: LiveServer) -> None:
         "/graph/relationships/{relationship_id}/history",
     ):
         assert path in paths, path
+
+
+@pytest.mark.skipif(not (shutil.which("curl") and shutil.which("jq")), reason="needs curl and jq")
+def test_the_demo_script_runs_the_seven_steps(live_server: LiveServer) -> None:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "graph_demo.sh"
+    db = live_server.brain.settings.db_path
+    done = subprocess.run(
+        ["bash", str(script), live_server.url, str(db)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("  ok: ") == 16
+    assert done.stdout.endswith("all 7 steps answered as expected\n")

@@ -80,7 +80,7 @@ def all_versions(graph: Graph, store: SQLiteStore) -> list[Relationship]:
     return sorted({v for i in ids for v in graph.history(i).versions}, key=lambda r: r.id)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(plan=steps)
 def test_ingests_keep_one_current_version_per_triple_and_one_chain_per_lineage(
     plan: list[tuple[RelationshipInput, int]], template: Path
@@ -122,7 +122,7 @@ def test_ingests_keep_one_current_version_per_triple_and_one_chain_per_lineage(
         assert chained == {v.id for v in versions}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(plan=steps)
 def test_as_of_queries_match_the_pure_rule(
     plan: list[tuple[RelationshipInput, int]], template: Path
@@ -140,7 +140,7 @@ def test_as_of_queries_match_the_pure_rule(
                 assert found == [v for v in versions if visible(v, valid, known)]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(plan=dated_steps)
 def test_a_functional_type_holds_one_value_at_any_valid_time(
     plan: list[tuple[RelationshipInput, int]], template: Path

@@ -98,6 +98,7 @@ def test_a_new_model_embeds_what_it_lacks_with_progress(tmp_path: Path) -> None:
     with Brain(Settings(db_path=tmp_path / "b.db", embedder=Profile.NONE)) as lexical_only:
         seed(lexical_only)
     brain, embedder = counting_brain(tmp_path / "b.db")
+    assert embedder.encoded == []
     seen: list[tuple[int, int]] = []
     assert brain.embed_missing(lambda done, total: seen.append((done, total))) == 4
     assert seen[-1] == (4, 4)

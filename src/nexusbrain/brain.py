@@ -384,8 +384,13 @@ class Brain:
     def export(self) -> Iterator[dict[str, Any]]:
         return self.store.export_records()
 
-    def import_records(self, records: Iterable[Mapping[str, Any]]) -> ImportResult:
-        return self.store.import_records(records)
+    def import_records(
+        self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None
+    ) -> ImportResult:
+        """Restore exported records (never overwriting), then embed the imported chunks."""
+        result = self.store.import_records(records)
+        self.embed_missing(progress)
+        return result
 
 
 def parse_mode(mode: SearchMode | str) -> SearchMode:

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import logging
+
 import uvicorn
 
 from nexusbrain.api.app import create_app
 from nexusbrain.api.guard import ServerSettings, check_bind
 from nexusbrain.brain import Brain
 
+log = logging.getLogger(__name__)
 
-def run(brain: Brain, *, host: str, port: int, log_level: str = "info") -> None:
+
+def run(brain: Brain, *, host: str, port: int, log_level: str = "info", mcp: bool = False) -> None:
+    """Serve the API; with `mcp`, MCP over streamable HTTP at /mcp too, behind the same guard."""
     settings = ServerSettings.from_env(host, port, brain.settings.limits)
     check_bind(settings)
+    embedded = brain.embed_missing()
+    if embedded:
+        log.info("embedded %d chunk(s) for %s before serving", embedded, brain.settings.embedder)
     app = create_app(brain, settings)
+    if mcp:
+        from nexusbrain.mcp_server.http import mount_mcp
+
+        mount_mcp(app, brain, settings)
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

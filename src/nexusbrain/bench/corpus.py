@@ -130,7 +130,7 @@ class Corpus:
         return " ".join(words).capitalize() + "."
 
     def _paragraph(self, rng: np.random.Generator) -> str:
-        return " ".join(self._sentence(rng) for _ in range(int(rng.integers(2, 7))))
+        return " ".join(self._sentence(rng) for _ in range(int(rng.integers(2, 9))))
 
     def _section(self, rng: np.random.Generator, index: int) -> str:
         level = "###" if rng.random() < 0.3 else "##"
@@ -186,9 +186,7 @@ def _vocabulary(seed: int, size: int) -> tuple[str, ...]:
             axis=-1,
         ).tolist()
         for count, word_parts in zip(counts.tolist(), parts, strict=True):
-            word = "".join(
-                _ONSETS[o] + _VOWELS[v] + _CODAS[c] for o, v, c in word_parts[:count]
-            )
+            word = "".join(_ONSETS[o] + _VOWELS[v] + _CODAS[c] for o, v, c in word_parts[:count])
             seen.setdefault(word)
             if len(seen) == size:
                 break

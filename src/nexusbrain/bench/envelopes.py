@@ -96,7 +96,8 @@ class Breach:
 
     @property
     def message(self) -> str:
-        return f"{self.limit.value} {_show(self.limit, self.value)} > {_show(self.limit, self.maximum)}"
+        value, maximum = _show(self.limit, self.value), _show(self.limit, self.maximum)
+        return f"{self.limit.value} {value} > {maximum}"
 
 
 def check(envelope: Envelope, observed: Observed) -> tuple[Breach, ...]:
@@ -144,9 +145,7 @@ class EnvelopeWatch:
         for limit in self._broken - broken:
             if observed.value(limit) is not None:
                 log.info("envelope %s: %s is within its limit again", self.envelope.name, limit)
-        self._broken = broken | {
-            limit for limit in self._broken if observed.value(limit) is None
-        }
+        self._broken = broken | {limit for limit in self._broken if observed.value(limit) is None}
         return breaches
 
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from nexusbrain.cli import render
+from nexusbrain.cli.eval_render import Bars, finish
 from nexusbrain.cli.eval_targets import BrainTarget, HttpTarget, open_brain, scratch_factory
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals import beir, known_item, locomo, longmemeval
@@ -25,7 +25,6 @@ from nexusbrain.evals.judged import read_judged_markdown, select_splits, uri_mat
 from nexusbrain.evals.locomo_to_longmemeval import convert
 from nexusbrain.evals.metrics import Metric, parse_floor
 from nexusbrain.evals.runner import deepest_cutoff, run_queries, run_trec, the_metrics
-from nexusbrain.evals.runs import EvalRun, broken_floors, run_view
 from nexusbrain.evals.scaffold import live_documents, scaffold
 from nexusbrain.evals.targets import SearchRequest, SearchTarget
 from nexusbrain.records import SearchMode
@@ -42,33 +41,6 @@ class EvalGroup(click.Group):
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             args = ["judged", *args]
         return super().parse_args(ctx, args)
-
-
-class Bars:
-    """One progress bar per phase (ingesting, searching), on stderr when it is a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.phase: str | None = None
-        self.bar: render.Progress | None = None
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if phase != self.phase:
-            self.close()
-            self.phase, self.bar = phase, render.Progress(phase, enabled=self.enabled)
-        assert self.bar is not None
-        self.bar.update(done, total)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
-
-    def __enter__(self) -> Bars:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        self.close()
 
 
 def _floors(values: Sequence[str]) -> list[tuple[Metric, float]]:
@@ -124,49 +96,6 @@ def retrieval_options(k: int) -> Callable[[F], F]:
     return decorate
 
 
-def finish(ctx: click.Context, run: EvalRun, floors: Sequence[str], as_json: bool) -> None:
-    if as_json:
-        click.echo(orjson.dumps(run_view(run), option=orjson.OPT_INDENT_2).decode())
-    else:
-        show(run)
-    broken = broken_floors(run.metrics, _floors(floors), run.split)
-    for line in broken:
-        click.echo(f"floor broken: {line}", err=True)
-    if broken:
-        ctx.exit(1)
-
-
-def show(run: EvalRun) -> None:
-    config = run.config
-    retrieval = config.get("retrieval", {})
-    click.echo(
-        f"{run.suite}: {config.get('dataset')}  split {run.split}  mode {retrieval.get('mode')}"
-        f" ({retrieval.get('retrievers', retrieval.get('target', '-'))})  k {retrieval.get('k')}"
-        f"  commit {config.get('commit')}"
-    )
-    rows = [(f"all [{run.split}]", run.metrics), *run.groups.items()]
-    keys = list(run.metrics) or list(next(iter(run.groups.values()), {}))
-    if len(keys) > 6:  # many metrics: one row per metric instead
-        names = [name for name, _ in rows]
-        click.echo(f"{'':<16}" + "".join(f"  {n:>14}" for n in names))
-        for key in keys:
-            cells = "".join(f"  {_number(values.get(key)):>14}" for _, values in rows)
-            click.echo(f"{key:<16}{cells}")
-    else:
-        width = max(len(name) for name, _ in rows)
-        click.echo(f"{'':<{width}}" + "".join(f"  {key:>10}" for key in keys))
-        for name, values in rows:
-            click.echo(
-                f"{name:<{width}}" + "".join(f"  {_number(values.get(k)):>10}" for k in keys)
-            )
-    click.echo("counts: " + ", ".join(f"{k} {v}" for k, v in run.counts.items()))
-    click.echo("time: " + ", ".join(f"{k} {v:.1f}s" for k, v in run.seconds.items()))
-
-
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
-
-
 @click.group("eval", cls=EvalGroup)
 def eval_group() -> None:
     """Measure retrieval quality: judged sets, BEIR, LoCoMo, LongMemEval, known items.
@@ -200,7 +129,7 @@ def _target(
             workspace.add_folder(corpus)
             yield workspace, {"ingest": time.perf_counter() - started}
     else:
-        brain = open_brain(db or ctx.obj.get("db"), lexical_only=lexical)
+        brain = open_brain(db or (ctx.obj or {}).get("db"), lexical_only=lexical)
         try:
             yield BrainTarget(brain, lexical_only=lexical), {}
         finally:
@@ -293,7 +222,7 @@ def judged(
             progress=bars,
             seconds=spent,
         )
-    finish(ctx, run, floors, as_json)
+    finish(ctx, run, _floors(floors), as_json)
 
 
 def _one_split(folder: Path, splits: Sequence[str]) -> str:
@@ -349,7 +278,7 @@ def beir_command(
             progress=bars,
             trec_run=trec_run,
         )
-    finish(ctx, run, floors, as_json)
+    finish(ctx, run, _floors(floors), as_json)
 
 
 @eval_group.command("locomo")
@@ -392,7 +321,7 @@ def locomo_command(
             captions=not no_captions,
             progress=bars,
         )
-    finish(ctx, run, floors, as_json)
+    finish(ctx, run, _floors(floors), as_json)
 
 
 @eval_group.command("longmemeval")
@@ -464,7 +393,7 @@ def longmemeval_command(
             split=split,
             progress=bars,
         )
-    finish(ctx, run, floors, as_json)
+    finish(ctx, run, _floors(floors), as_json)
 
 
 @eval_group.command("convert-locomo")
@@ -532,7 +461,7 @@ def known_item_command(
             source=api or str(db or "default brain"),
             progress=bars,
         )
-    finish(ctx, run, floors, as_json)
+    finish(ctx, run, _floors(floors), as_json)
 
 
 @eval_group.command("scaffold")
@@ -581,7 +510,7 @@ def scaffold_command(
         click.echo(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {text.count('Relevant:')} query blocks to {output}", err=True)
+        click.echo(f"wrote {text.count('TODO: ')} query blocks to {output}", err=True)
 
 
 @eval_group.command("score")
@@ -615,4 +544,4 @@ def score_command(
       nexusbrain eval score --run bm25.run --qrels qrels.test.txt --metrics ndcg@10,recall@100
     """
     metrics = chosen(beir.DEFAULT_METRICS, metric_names, floors)
-    finish(ctx, run_trec(run_file, qrels, metrics), floors, as_json)
+    finish(ctx, run_trec(run_file, qrels, metrics), _floors(floors), as_json)

@@ -235,6 +235,7 @@ def _print_traversal(value: Traversal) -> None:
         click.echo(f"no current edges from {value.start.name!r}")
     for hop in value.hops:
         steps = " -> ".join(describe(edge, cite=False) for edge in hop.path)
-        click.echo(f"{steps} [relationships {', '.join(str(edge.id) for edge in hop.path)}]")
+        ids = ", ".join(str(edge.id) for edge in hop.path)
+        click.echo(f"{steps} [relationship{'s' if len(hop.path) > 1 else ''} {ids}]")
     if value.truncated:
         click.echo(f"(stopped after {len(value.hops)} paths)")

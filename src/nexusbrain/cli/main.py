@@ -3,6 +3,7 @@ method and prints the answer: readable by default, JSON with --json."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import orjson
 from nexusbrain import __version__, views
 from nexusbrain.brain import Brain
 from nexusbrain.cli import render
+from nexusbrain.cli.bench import bench
 from nexusbrain.cli.eval import eval_group
 from nexusbrain.cli.graph import graph
 from nexusbrain.errors import BrainError, InvalidInput
@@ -89,6 +91,8 @@ def ingest_dir(ctx: click.Context, folder: Path, domain: str | None, as_json: bo
     brain = brain_of(ctx)
     with render.Progress("ingesting", enabled=not as_json) as progress:
         report = brain.ingest_dir(folder, domain=domain, progress=progress.update)
+    with render.Progress("embedding (new model)", enabled=not as_json) as progress:
+        brain.embed_missing(progress.update)
     if as_json:
         emit(views.directory_report(report))
     else:
@@ -375,22 +379,56 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 @click.option("--host", envvar="BRAIN_BIND_HOST", default="127.0.0.1", show_default=True)
 @click.option("--port", envvar="BIND_PORT", default=8765, show_default=True, type=int)
 @click.option("--log-level", default="info", show_default=True)
+@click.option("--mcp", is_flag=True, help="Also serve MCP (streamable HTTP) at /mcp.")
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, log_level: str) -> None:
+def serve(ctx: click.Context, host: str, port: int, log_level: str, mcp: bool) -> None:
     """Start the HTTP API (docs at /docs). Binding beyond loopback needs BRAIN_API_TOKEN.
+
+    With --mcp, agents also reach the brain over MCP at /mcp, behind the same token.
 
     \b
     Example:
       nexusbrain serve --port 8765
       curl 'http://127.0.0.1:8765/search?q=deploy+failure'
+      nexusbrain serve --mcp
     """
     from nexusbrain.api.server import run
 
-    run(brain_of(ctx), host=host, port=port, log_level=log_level)
+    run(brain_of(ctx), host=host, port=port, log_level=log_level, mcp=mcp)
+
+
+@cli.command()
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="warning",
+    show_default=True,
+    help="Logs go to stderr.",
+)
+@click.pass_context
+def mcp(ctx: click.Context, log_level: str) -> None:
+    """Serve MCP over stdio, for an agent that starts nexusbrain as its memory server.
+
+    stdout carries only the protocol; logs go to stderr. Stops when the client closes stdin.
+
+    \b
+    Example:
+      nexusbrain --db ~/brain.db mcp
+    """
+    import logging
+
+    from nexusbrain.mcp_server import serve_stdio
+
+    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), force=True)
+    with contextlib.redirect_stdout(sys.stderr):  # nothing but protocol may reach stdout
+        brain = brain_of(ctx)
+        brain.embed_missing()  # as `serve` does: after a model change or an import
+    serve_stdio(brain)
 
 
 cli.add_command(eval_group)
 cli.add_command(graph)
+cli.add_command(bench)
 
 
 def main() -> None:

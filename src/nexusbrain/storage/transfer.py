@@ -6,7 +6,8 @@ Import restores ids, so exporting a fresh brain's import gives back the same byt
 whose id or uri is already taken is skipped with its chunks and history, and an entity whose id
 or name is taken is skipped with its aliases and relationships: import never overwrites what a
 brain holds. The record field `type` names the record, so an entity's type is exported as
-`entity_type` and a relationship's as `relation`.
+`entity_type` and a relationship's as `relation`. Vectors are not exported: they are derived
+from the chunks' text and the embedding model, and the importing brain computes them.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ _CHUNK_FIELDS = (
     "text",
     "unit",
     "meta",
+    "context",
 )
 _CAPTURE_FIELDS = ("at", "operation", "query", "mode", "filters", "results", "latency_ms")
 # (column, export field) pairs
@@ -169,13 +171,15 @@ class _Importer:
             return
         self.conn.execute(
             "INSERT INTO chunks (id, document_id, ordinal, char_start, char_end, line_start,"
-            " line_end, heading, text, unit, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " line_end, heading, text, unit, meta, context)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 *(r[f] for f in _CHUNK_FIELDS[:7]),
                 HEADING_SEP.join(r["heading_path"]),
                 r["text"],
                 r["unit"],
                 orjson.dumps(r["meta"]).decode(),
+                r["context"],
             ),
         )
         self.chunks += 1

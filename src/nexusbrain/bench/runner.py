@@ -1,0 +1,310 @@
+"""The benchmark: at each scale, a synthetic corpus through the real CLI and the real server.
+
+Per scale and run, in order:
+1. `nexusbrain ingest-dir` of the corpus into a fresh database B (a child process; timed from
+   process start to exit).
+2. A fresh server on database A, fed every document through `POST /ingest/markdown` by a few
+   client threads (timed from the first request to the last answer; peak RSS sampled).
+3. A fresh server on B: cold start (process start to the first answered /search), idle RSS,
+   then /search and /recall in every mode one request at a time, then with `concurrency`
+   clients in balanced mode (peak RSS sampled throughout), and its own /stats.
+4. 1% of the files change and `ingest-dir` runs again on B: the incremental re-ingest.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nexusbrain.bench.corpus import DEFAULT_SEED, Corpus, CorpusSpec, name_of, write_doc
+from nexusbrain.bench.envelopes import Observed, check, envelope_named, status
+from nexusbrain.bench.latency import summarise
+from nexusbrain.bench.load import Call, LoadResult, RssSampler, run_calls, wait_for_answer
+from nexusbrain.bench.server import ChildServer, child_env, run_cli
+from nexusbrain.records import SearchMode
+
+K = 10
+INGEST_CLIENTS = 4
+WARMUP = 10
+CHANGED_SHARE = 0.01
+
+Phase = Callable[[str, int, int], None]  # (what, done, total)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchConfig:
+    scales: tuple[int, ...] = (1_000, 10_000)
+    searches: int = 200  # requests in each latency series
+    concurrency: int = 8
+    runs: int = 1  # the report gives the median of the runs
+    envelope: str = "desktop"
+    seed: int = DEFAULT_SEED
+    workdir: Path = field(default_factory=lambda: Path("."))
+
+
+def _quiet(_: str, __: int, ___: int) -> None:
+    return None
+
+
+def measure(config: BenchConfig, phase: Phase = _quiet) -> list[dict[str, Any]]:
+    """One entry per scale: the median of the runs (and the runs themselves when several)."""
+    corpus = Corpus(CorpusSpec(seed=config.seed))
+    out = []
+    for documents in config.scales:
+        folder = config.workdir / f"corpus-{documents}"
+        _write_corpus(corpus, folder, documents, phase)
+        runs = [
+            _measure_scale(corpus, folder, documents, config, run, phase)
+            for run in range(config.runs)
+        ]
+        shutil.rmtree(folder, ignore_errors=True)
+        scale = median_of(runs)
+        scale["envelope"] = envelope_check(config.envelope, scale)
+        if config.runs > 1:
+            scale["runs"] = runs
+        out.append(scale)
+    return out
+
+
+def envelope_check(name: str, scale: Mapping[str, Any]) -> dict[str, Any]:
+    """The envelope's verdict on one scale: its documents, database size, the peak RSS (ingest
+    or search) and the p95 of sequential balanced /search and /recall, whichever is worse."""
+    envelope = envelope_named(name)
+    sequential = scale["latency"]["sequential"]
+    observed = Observed(
+        documents=scale["documents"],
+        db_bytes=scale["db_bytes"],
+        rss_bytes=max(scale["rss"]["peak_search_bytes"], scale["rss"]["peak_ingest_bytes"]),
+        p95_ms=max(sequential[f"{op} balanced"]["p95_ms"] for op in ("search", "recall")),
+    )
+    return status(envelope, observed, check(envelope, observed))
+
+
+def median_of(values: Sequence[Any]) -> Any:
+    """The median of each number across runs, recursively; anything else from the first run."""
+    first = values[0]
+    if isinstance(first, dict):
+        return {key: median_of([v[key] for v in values]) for key in first}
+    if isinstance(first, bool) or not isinstance(first, int | float):
+        return first
+    middle = statistics.median(values)
+    return type(first)(middle) if isinstance(first, int) else middle
+
+
+def _write_corpus(corpus: Corpus, folder: Path, documents: int, phase: Phase) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    for doc in corpus.documents(documents):
+        write_doc(folder, doc)
+        if (doc.index + 1) % 500 == 0 or doc.index + 1 == documents:
+            phase(f"writing the {documents:,}-document corpus", doc.index + 1, documents)
+
+
+def _measure_scale(
+    corpus: Corpus, folder: Path, documents: int, config: BenchConfig, run: int, phase: Phase
+) -> dict[str, Any]:
+    work = config.workdir / f"run-{documents}-{run}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    env = child_env(config.envelope)
+    label = f"{documents:,} docs, run {run + 1}/{config.runs}"
+    phase(f"{label}: ingest-dir", 0, 1)
+    db = work / "dir.db"
+    report, dir_seconds = run_cli(db, env, "ingest-dir", str(folder))
+    http_ingest, ingest_peak = _http_ingest(folder, documents, work, env, label, phase)
+    queries = corpus.queries(config.searches + WARMUP, documents)
+    served = _serve_and_search(db, env, work, queries, config, label, phase)
+    phase(f"{label}: re-ingest after 1% of the files change", 0, 1)
+    changed = _change_files(corpus, folder, documents, config.seed + run)
+    again, again_seconds = run_cli(db, env, "ingest-dir", str(folder))
+    _restore_files(corpus, folder, changed)
+    result = {
+        "documents": documents,
+        "chunks": report["chunks"],
+        "corpus_bytes": sum(p.stat().st_size for p in folder.rglob("*.md")),
+        "db_bytes": _disk_bytes(db),
+        "ingest": {
+            "ingest_dir": _rates(documents, report["chunks"], dir_seconds),
+            "http": http_ingest,
+            "incremental": _incremental(again, again_seconds, len(changed), documents),
+        },
+        **served,
+    }
+    result["rss"]["peak_ingest_bytes"] = ingest_peak
+    shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def _http_ingest(
+    folder: Path, documents: int, work: Path, env: Mapping[str, str], label: str, phase: Phase
+) -> tuple[dict[str, Any], int]:
+    with ChildServer(work / "http.db", env, work / "http-server.log") as server:
+        wait_for_answer(server.url, Call("GET", "/health"), 120, server.alive)
+        with RssSampler(server.rss) as rss:
+            result = run_calls(
+                server.url,
+                _ingest_calls(folder, documents),
+                clients=INGEST_CLIENTS,
+                keep_bodies=True,
+                total=documents,
+                progress=lambda done, total: phase(f"{label}: HTTP ingest", done, total),
+            )
+        server.check_alive()
+    chunks = sum(int(body["chunks"]) for body in result.bodies)
+    created = sum(1 for body in result.bodies if body["status"] == "created")
+    rates = _rates(created, chunks, result.wall_seconds)
+    rates["clients"] = INGEST_CLIENTS
+    rates["request_ms"] = summarise(result.milliseconds, result.wall_seconds).as_dict()
+    return rates, rss.peak
+
+
+def _ingest_calls(folder: Path, documents: int) -> Iterator[Call]:
+    for index in range(documents):
+        path = folder / name_of(index)
+        content = path.read_text(encoding="utf-8")
+        title = content.split("\n", 1)[0].lstrip("# ")
+        body = {"title": title, "content": content, "uri": path.resolve().as_posix()}
+        yield Call("POST", "/ingest/markdown", body=body)
+
+
+def _serve_and_search(
+    db: Path,
+    env: Mapping[str, str],
+    work: Path,
+    queries: list[str],
+    config: BenchConfig,
+    label: str,
+    phase: Phase,
+) -> dict[str, Any]:
+    warmup, queries = queries[:WARMUP], queries[WARMUP:]
+    with ChildServer(db, env, work / "server.log") as server:
+        first = _search(warmup[0], SearchMode.BALANCED)
+        answered = wait_for_answer(server.url, first, 300, server.alive)
+        cold_start = answered - server.started_at
+        time.sleep(1.0)
+        idle = server.rss()
+        with RssSampler(server.rss) as rss:
+            run_calls(server.url, [_search(q, SearchMode.BALANCED) for q in warmup])
+            sequential = {}
+            for name, calls in _series(queries):
+                phase(f"{label}: {name}, one client", 0, 1)
+                sequential[name] = _summary(run_calls(server.url, calls))
+            concurrent = {}
+            for name, calls in _series(queries, (SearchMode.BALANCED,)):
+                phase(f"{label}: {name}, {config.concurrency} clients", 0, 1)
+                result = run_calls(server.url, calls, clients=config.concurrency)
+                concurrent[name] = _summary(result)
+        stats = run_calls(server.url, [Call("GET", "/stats")], keep_bodies=True).bodies[0]
+        server.check_alive()
+    return {
+        "cold_start_seconds": round(cold_start, 3),
+        "rss": {"idle_bytes": idle, "peak_search_bytes": rss.peak},
+        "latency": {
+            "k": K,
+            "concurrency": config.concurrency,
+            "sequential": sequential,
+            "concurrent": concurrent,
+        },
+        "server_envelope": stats["envelope"],
+    }
+
+
+def _series(
+    queries: list[str], modes: Sequence[SearchMode] = tuple(SearchMode)
+) -> Iterator[tuple[str, list[Call]]]:
+    for mode in modes:
+        yield f"search {mode.value}", [_search(q, mode) for q in queries]
+    for mode in modes:
+        yield f"recall {mode.value}", [_recall(q, mode) for q in queries]
+
+
+def _search(query: str, mode: SearchMode) -> Call:
+    return Call("GET", "/search", params={"q": query, "k": K, "mode": mode.value})
+
+
+def _recall(query: str, mode: SearchMode) -> Call:
+    return Call("POST", "/recall", body={"query": query, "k": K, "mode": mode.value})
+
+
+def _summary(result: LoadResult) -> dict[str, float]:
+    return summarise(result.milliseconds, result.wall_seconds).as_dict()
+
+
+def _rates(documents: int, chunks: int, seconds: float) -> dict[str, Any]:
+    return {
+        "documents": documents,
+        "chunks": chunks,
+        "seconds": round(seconds, 3),
+        "docs_per_second": round(documents / seconds, 1),
+        "chunks_per_second": round(chunks / seconds, 1),
+    }
+
+
+def _incremental(
+    report: Mapping[str, Any], seconds: float, changed: int, documents: int
+) -> dict[str, Any]:
+    return {
+        "changed_files": changed,
+        "updated": report["updated"],
+        "unchanged": report["unchanged"],
+        "chunks": report["chunks"],
+        "seconds": round(seconds, 3),
+        "changed_per_second": round(changed / seconds, 1),
+        "files_scanned_per_second": round(documents / seconds, 1),
+    }
+
+
+def _change_files(corpus: Corpus, folder: Path, documents: int, seed: int) -> list[int]:
+    """Edit 1% of the documents (at least one): each gets a new section at the end."""
+    rng = np.random.default_rng([seed, 4])
+    count = max(1, round(documents * CHANGED_SHARE))
+    chosen = sorted(int(i) for i in rng.choice(documents, size=count, replace=False))
+    for index in chosen:
+        write_doc(folder, corpus.changed(corpus.document(index)))
+    return chosen
+
+
+def _restore_files(corpus: Corpus, folder: Path, indices: Sequence[int]) -> None:
+    for index in indices:
+        write_doc(folder, corpus.document(index))
+
+
+def _disk_bytes(db: Path) -> int:
+    return sum(
+        part.stat().st_size
+        for suffix in ("", "-wal", "-shm")
+        if (part := Path(f"{db}{suffix}")).exists()
+    )
+
+
+def run(config: BenchConfig, phase: Phase = _quiet) -> dict[str, Any]:
+    """The whole report: settings, environment, and one entry per scale."""
+    from nexusbrain.bench.report import environment
+
+    about = environment()
+    scales = measure(config, phase)
+    breaches = [
+        f"{scale['documents']:,} docs: {b['message']}"
+        for scale in scales
+        for b in scale["envelope"]["breaches"]
+    ]
+    return {
+        "bench": {
+            "scales": list(config.scales),
+            "searches": config.searches,
+            "concurrency": config.concurrency,
+            "runs": config.runs,
+            "k": K,
+            "seed": config.seed,
+            "http_ingest_clients": INGEST_CLIENTS,
+        },
+        "environment": about,
+        "scales": scales,
+        "envelope": {"name": config.envelope, "ok": not breaches, "breaches": breaches},
+    }

@@ -1,0 +1,155 @@
+"""`nexusbrain bench`: measure ingest, search, memory and start-up on a synthetic corpus."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+import orjson
+
+from nexusbrain.bench.corpus import DEFAULT_SEED
+from nexusbrain.bench.envelopes import DEFAULT_ENVELOPE, ENVELOPES
+from nexusbrain.errors import InvalidInput
+
+
+class PhaseDisplay:
+    """Progress on stderr: one rewritten line on a terminal, one line per phase otherwise."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.tty = sys.stderr.isatty()
+        self.last = ""
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        elapsed = int(time.monotonic() - self.started)
+        stamp = f"[{elapsed // 60:02d}:{elapsed % 60:02d}]"
+        if self.tty:
+            count = f" {done:,}/{total:,}" if total > 1 else ""
+            sys.stderr.write(f"\r\x1b[K{stamp} {what}{count}")
+            sys.stderr.flush()
+        elif what != self.last:
+            click.echo(f"{stamp} {what}", err=True)
+        self.last = what
+
+    def close(self) -> None:
+        if self.tty and self.last:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def parse_scales(text: str) -> tuple[int, ...]:
+    try:
+        scales = tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise InvalidInput(f"--scales {text!r} must be document counts like 1000,10000") from None
+    if not scales or min(scales) < 1:
+        raise InvalidInput(f"--scales {text!r} must be positive document counts")
+    return scales
+
+
+@click.command("bench")
+@click.option(
+    "--scales",
+    help="Document counts, comma-separated. [default: 1000,10000, or the "
+    "envelope's document count with --envelope]",
+)
+@click.option(
+    "--searches",
+    type=click.IntRange(1),
+    default=200,
+    show_default=True,
+    help="Requests in each latency series.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1),
+    default=8,
+    show_default=True,
+    help="Clients in the concurrent series.",
+)
+@click.option(
+    "--runs",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Runs per scale; the report gives their median.",
+)
+@click.option(
+    "--envelope",
+    type=click.Choice(list(ENVELOPES)),
+    help="Check the figures against this envelope and exit 1 naming each broken limit.",
+)
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Corpus seed.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Scratch folder for corpora and databases. [default: a temporary one]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of a table.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the JSON report to this file.",
+)
+@click.pass_context
+def bench(
+    ctx: click.Context,
+    scales: str | None,
+    searches: int,
+    concurrency: int,
+    runs: int,
+    envelope: str | None,
+    seed: int,
+    workdir: Path | None,
+    as_json: bool,
+    out: Path | None,
+) -> None:
+    """Benchmark a real server on a synthetic markdown corpus at each scale.
+
+    Measures ingest (HTTP and ingest-dir), /search and /recall latency per mode (one client
+    and several), RSS, database size, cold start, the model's size and incremental re-ingest.
+    Only talks to 127.0.0.1; the database given by --db is not touched. Progress goes to
+    stderr.
+
+    \b
+    Example:
+      nexusbrain bench --scales 1000,10000 --searches 200
+      nexusbrain bench --envelope desktop --json --out bench.json
+    """
+    from nexusbrain.bench.runner import BenchConfig, run
+
+    name = envelope or DEFAULT_ENVELOPE
+    default = str(ENVELOPES[envelope].documents) if envelope else "1000,10000"
+    scratch = Path(tempfile.mkdtemp(prefix="nexusbrain-bench-", dir=workdir))
+    config = BenchConfig(
+        scales=parse_scales(scales or default),
+        searches=searches,
+        concurrency=concurrency,
+        runs=runs,
+        envelope=name,
+        seed=seed,
+        workdir=scratch,
+    )
+    display = PhaseDisplay()
+    try:
+        report = run(config, display)
+    finally:
+        display.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    data = orjson.dumps(report, option=orjson.OPT_INDENT_2)
+    if out is not None:
+        out.write_bytes(data + b"\n")
+    if as_json:
+        click.echo(data.decode())
+    else:
+        from nexusbrain.bench.report import table
+
+        click.echo(table(report))
+    if envelope and not report["envelope"]["ok"]:
+        for breach in report["envelope"]["breaches"]:
+            click.echo(f"error: envelope {envelope} broken at {breach}", err=True)
+        ctx.exit(1)

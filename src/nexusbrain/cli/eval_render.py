@@ -1,0 +1,85 @@
+"""How `nexusbrain eval` shows a run: progress bars while it works, then a table (or JSON),
+then one stderr line per broken floor and exit code 1."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+import orjson
+
+from nexusbrain.cli import render
+from nexusbrain.evals.metrics import Metric
+from nexusbrain.evals.runs import EvalRun, broken_floors, run_view
+
+
+class Bars:
+    """One progress bar per phase (ingesting, searching), on stderr when it is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.phase: str | None = None
+        self.bar: render.Progress | None = None
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase != self.phase:
+            self.close()
+            self.phase, self.bar = phase, render.Progress(phase, enabled=self.enabled)
+        assert self.bar is not None
+        self.bar.update(done, total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+    def __enter__(self) -> Bars:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        self.close()
+
+
+def finish(
+    ctx: click.Context, run: EvalRun, floors: Sequence[tuple[Metric, float]], as_json: bool
+) -> None:
+    if as_json:
+        click.echo(orjson.dumps(run_view(run), option=orjson.OPT_INDENT_2).decode())
+    else:
+        show(run)
+    broken = broken_floors(run.metrics, floors, run.split)
+    for line in broken:
+        click.echo(f"floor broken: {line}", err=True)
+    if broken:
+        ctx.exit(1)
+
+
+def show(run: EvalRun) -> None:
+    config = run.config
+    retrieval = config.get("retrieval", {})
+    click.echo(
+        f"{run.suite}: {config.get('dataset')}  split {run.split}  mode {retrieval.get('mode')}"
+        f" ({retrieval.get('retrievers', retrieval.get('target', '-'))})  k {retrieval.get('k')}"
+        f"  commit {config.get('commit')}"
+    )
+    rows = [(f"all [{run.split}]", run.metrics), *run.groups.items()]
+    keys = list(run.metrics) or list(next(iter(run.groups.values()), {}))
+    if len(keys) > 6:  # many metrics: one row per metric instead
+        names = [name for name, _ in rows]
+        click.echo(f"{'':<16}" + "".join(f"  {n:>14}" for n in names))
+        for key in keys:
+            cells = "".join(f"  {_number(values.get(key)):>14}" for _, values in rows)
+            click.echo(f"{key:<16}{cells}")
+    else:
+        width = max(len(name) for name, _ in rows)
+        click.echo(f"{'':<{width}}" + "".join(f"  {key:>10}" for key in keys))
+        for name, values in rows:
+            click.echo(
+                f"{name:<{width}}" + "".join(f"  {_number(values.get(k)):>10}" for k in keys)
+            )
+    click.echo("counts: " + ", ".join(f"{k} {v}" for k, v in run.counts.items()))
+    click.echo("time: " + ", ".join(f"{k} {v:.1f}s" for k, v in run.seconds.items()))
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"

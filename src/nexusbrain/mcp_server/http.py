@@ -1,0 +1,50 @@
+"""MCP over streamable HTTP, mounted at /mcp on the REST app: behind the same Guard (bearer
+token, request size limits), with the MCP session manager running in the app's lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.routing import Route
+
+from nexusbrain.api.guard import ServerSettings, is_loopback
+from nexusbrain.brain import Brain
+from nexusbrain.mcp_server.server import build_server
+
+MCP_PATH = "/mcp"
+
+
+def mount_mcp(app: FastAPI, brain: Brain, settings: ServerSettings) -> None:
+    """Serve MCP at /mcp on `app`, whose lifespan then also runs the MCP sessions."""
+    manager = StreamableHTTPSessionManager(
+        app=build_server(brain),
+        json_response=True,
+        security_settings=_security(settings),
+        max_request_body_size=settings.limits.max_request_bytes,
+    )
+    app.router.routes.append(Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager)))
+    outer = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(asgi: Any) -> AsyncIterator[Any]:
+        async with manager.run(), outer(asgi) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
+
+
+def _security(settings: ServerSettings) -> TransportSecuritySettings:
+    """On loopback, refuse other Host and Origin headers (DNS rebinding). Beyond loopback the
+    bearer token guards the endpoint, and the host names it is reached by are not known here."""
+    if not is_loopback(settings.host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
