@@ -159,8 +159,18 @@ def test_stdio_remember_then_search_recall_and_read(tmp_path: Path) -> None:
 
         doc = await client.read_resource(f"nexusbrain://doc/{stored[0]['id']}")
         assert doc.contents[0].text == MEMORIES[0]  # type: ignore[union-attr]
-        lines = await call(client, "get_document", path=first["uri"], line_start=1, line_end=1)
-        assert lines["content"] == MEMORIES[0] and lines["lines"]["total"] == 1
+        note = await call(client, "remember", text="Steps:\n1. drain\n2. migrate\n3. resume")
+        part = await call(client, "get_document", id=note["id"], line_start=2, line_end=3)
+        assert part["content"] == "1. drain\n2. migrate"
+        assert part["lines"] == {"start": 2, "end": 3, "total": 4}
+        whole = await call(client, "get_document", path=first["uri"])
+        assert whole["content"] == MEMORIES[0] and "lines" not in whole
+        assert await fail(client, "get_document", id=note["id"], line_start=9) == (
+            f"line_start=9 is past the end of document {note['id']}, which has 4 lines"
+        )
+        assert await fail(client, "get_document", id=note["id"], line_start=3, line_end=2) == (
+            "line_end=2 is before line_start=3"
+        )
 
     run_client(stdio(tmp_path / "brain.db"), scenario)
 
@@ -346,13 +356,22 @@ def test_http_search_recall_and_documents_answer_as_rest(brain: Brain) -> None:
         async def scenario(client: Client) -> None:
             found = await call(client, "search", query="deploy migration", k=2)
             assert found == http.get("/search", params={"q": "deploy migration", "k": 2}).json()
+            # some clients send objects and lists as JSON text
+            scoped = await call(client, "search", query="deploy", filters='{"domain": "default"}')
+            assert scoped["hits"] and scoped == await call(
+                client, "search", query="deploy", filters={"domain": "default"}
+            )
             body = {"query": "staging database", "budget_tokens": 20, "mode": "conservative"}
             assert await call(client, "recall", **body) == http.post("/recall", json=body).json()
             doc = await call(client, "get_document", id=1, chunks=True)
             assert doc == http.get("/documents/1", params={"chunks": "true"}).json()
-            stored = await call(client, "remember", text="The printer is on floor 3.")
-            assert http.get(f"/documents/{stored['id']}").json()["content"] == (
-                "The printer is on floor 3."
+            stored = await call(
+                client, "remember", text="The printer is on floor 3.", tags='["office"]'
+            )
+            printer = http.get(f"/documents/{stored['id']}").json()
+            assert (printer["content"], printer["metadata"]["tags"]) == (
+                "The printer is on floor 3.",
+                ["office"],
             )
             message = await fail(client, "recall", query="x", budget_tokens=10**9)
             rest = http.post("/recall", json={"query": "x", "budget_tokens": 10**9})
@@ -361,8 +380,33 @@ def test_http_search_recall_and_documents_answer_as_rest(brain: Brain) -> None:
         run_client(f"{url}/mcp", scenario)
 
 
-def test_http_mcp_sits_behind_the_api_token(brain: Brain) -> None:
-    with serve_mcp(brain, token=TOKEN) as url:
+@contextmanager
+def serve_command(db: Path, *args: str, token: str | None = None) -> Iterator[str]:
+    """A real `nexusbrain serve` child process on a free loopback port."""
+    port = free_port()
+    env = {**os.environ, "BRAIN_EMBEDDER": "hashing", "BRAIN_API_TOKEN": token or ""}
+    command = [NEXUSBRAIN, "--db", str(db), "serve", "--port", str(port), *args]
+    url = f"http://127.0.0.1:{port}"
+    log = db.with_suffix(".log")
+    with log.open("wb") as stderr, subprocess.Popen(command, env=env, stderr=stderr) as server:
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                assert server.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, "nexusbrain serve did not start"
+                try:
+                    httpx.get(f"{url}/health")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            yield url
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def test_serve_mcp_flag_sits_behind_the_api_token(tmp_path: Path) -> None:
+    with serve_command(tmp_path / "brain.db", "--mcp", token=TOKEN) as url:
         refused = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert_error(refused, 401, "unauthorized")
 
@@ -372,6 +416,8 @@ def test_http_mcp_sits_behind_the_api_token(brain: Brain) -> None:
                 transport = streamable_http_client(f"{url}/mcp", http_client=http)
                 async with Client(transport, mode="legacy") as client:
                     assert {t.name for t in (await client.list_tools()).tools} == TOOLS
-                    assert (await call(client, "status"))["version"]
+                    stored = await call(client, "remember", text="the door code is 4711")
+            rest = httpx.get(f"{url}/documents/{stored['id']}", headers=headers)
+            assert rest.json()["content"] == "the door code is 4711"
 
         anyio.run(main)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,7 +194,7 @@ def sessions_of(sample: LocomoSample, *, captions: bool = True) -> list[Session]
             timestamp=s.date,
         )
         for s in sample.sessions
-        if any(t.text.strip() or t.caption for t in s.turns)
+        if any(t.content(captions).strip() for t in s.turns)
     ]
 
 
@@ -247,6 +247,7 @@ def run_locomo(
     captions: bool = True,
     progress: Progress | None = None,
 ) -> EvalRun:
+    """Each conversation in its own workspace; its questions searched within it."""
     samples = load_locomo(path)
     prepared = [questions_of(s, split) for s in samples]
     total = sum(len(p.queries) for p in prepared)
@@ -270,56 +271,7 @@ def run_locomo(
             described = workspace.describe()
         searching += spent
         scores.extend(found)
-    return _locomo_run(
-        path,
-        split,
-        request,
-        metrics,
-        described,
-        scores,
-        prepared,
-        captions,
-        samples,
-        {"ingest": ingesting, "search": searching, "total": time.perf_counter() - started},
-    )
-
-
-def _offset(progress: Progress | None, done: int, total: int) -> Progress | None:
-    if progress is None:
-        return None
-    return lambda phase, n, _: progress(phase, done + n, total)
-
-
-def _locomo_run(
-    path: Path,
-    split: str,
-    request: SearchRequest,
-    metrics: Sequence[Metric],
-    described: Mapping[str, Any],
-    scores: list[QueryScore],
-    prepared: list[Questions],
-    captions: bool,
-    samples: list[LocomoSample],
-    seconds: dict[str, float],
-) -> EvalRun:
-    main = [s for s in scores if not (s.group or "").startswith(f"{ADVERSARIAL} ")]
-    adversarial = len(scores) - len(main)
-    counts = {
-        "conversations": len(samples),
-        "questions": sum(len(s.questions) for s in samples),
-        "scored": len(main),
-        "adversarial_reported_apart": adversarial,
-    }
-    for key in ("skipped_no_evidence", "normalised_ids", "unparseable_ids", "unknown_ids"):
-        counts[key] = sum(p.counts[key] for p in prepared)
-    groups = {
-        (
-            f"{name} (adversarial: reported apart, not averaged)"
-            if name.startswith(f"category {ADVERSARIAL} ")
-            else name
-        ): values
-        for name, values in grouped(scores, metrics, "category").items()
-    }
+    averaged = [s for s in scores if not _adversarial(s.group)]
     config = run_config(
         suite="locomo",
         dataset=str(path),
@@ -331,11 +283,52 @@ def _locomo_run(
         averaged_categories=[c for c in CATEGORIES if c != ADVERSARIAL],
     )
     return EvalRun(
-        "locomo", split, means(main, metrics), tuple(scores), config, groups, counts, seconds
+        suite="locomo",
+        split=split,
+        metrics=means(averaged, metrics),
+        per_query=tuple(scores),
+        config=config,
+        groups=_category_groups(scores, metrics),
+        counts=_counts(samples, prepared, len(averaged), len(scores) - len(averaged)),
+        seconds={
+            "ingest": ingesting,
+            "search": searching,
+            "total": time.perf_counter() - started,
+        },
     )
 
 
-def iter_turns(sample: LocomoSample) -> Iterator[tuple[LocomoSession, LocomoTurn]]:
-    for session in sample.sessions:
-        for turn in session.turns:
-            yield session, turn
+def _adversarial(group: str | None) -> bool:
+    return (group or "").startswith(f"{ADVERSARIAL} ")
+
+
+def _offset(progress: Progress | None, done: int, total: int) -> Progress | None:
+    if progress is None:
+        return None
+    return lambda phase, n, _: progress(phase, done + n, total)
+
+
+def _category_groups(
+    scores: Sequence[QueryScore], metrics: Sequence[Metric]
+) -> dict[str, dict[str, float]]:
+    """Means per category; category 5's name says it is not in the averages."""
+    out = {}
+    for name, values in grouped(scores, metrics, "category").items():
+        if name.startswith(f"category {ADVERSARIAL} "):
+            name += " (adversarial: reported apart, not averaged)"
+        out[name] = values
+    return out
+
+
+def _counts(
+    samples: Sequence[LocomoSample], prepared: Sequence[Questions], scored: int, apart: int
+) -> dict[str, int]:
+    counts = {
+        "conversations": len(samples),
+        "questions": sum(len(s.questions) for s in samples),
+        "scored": scored,
+        "adversarial_reported_apart": apart,
+    }
+    for key in ("skipped_no_evidence", "normalised_ids", "unparseable_ids", "unknown_ids"):
+        counts[key] = sum(p.counts[key] for p in prepared)
+    return counts

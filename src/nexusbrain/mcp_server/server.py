@@ -7,6 +7,7 @@ that shape as structured content), so the server stays up and the agent can read
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from typing import Any
@@ -117,19 +118,21 @@ class Handlers:
 
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
+        self.tools = {tool.name: tool_info(tool) for tool in TOOLS}
 
     async def list_tools(
         self, ctx: Context, params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        return ListToolsResult(tools=[tool_info(tool) for tool in TOOLS])
+        return ListToolsResult(tools=list(self.tools.values()))
 
     async def call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
         tool = _BY_NAME.get(params.name)
         if tool is None:
             names = ", ".join(_BY_NAME)
             return tool_error("not_found", f"no tool named {params.name!r}; the tools are {names}")
+        arguments = decode_json_text(params.arguments or {}, self.tools[tool.name].input_schema)
         try:
-            args = tool.args.model_validate(params.arguments or {})
+            args = tool.args.model_validate(arguments)
         except ValidationError as exc:
             return tool_error("invalid_input", validation_message(exc))
         try:
@@ -206,6 +209,22 @@ def validation_message(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
         parts.append(f"{where}: {err.get('msg', 'invalid')}")
     return "; ".join(parts)
+
+
+def decode_json_text(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Some clients send list and object arguments as JSON text: decode those, leave the rest."""
+    properties = schema.get("properties", {})
+    decoded = dict(arguments)
+    for name, value in arguments.items():
+        if isinstance(value, str) and _structured(properties.get(name, {})):
+            with contextlib.suppress(orjson.JSONDecodeError):
+                decoded[name] = orjson.loads(value)
+    return decoded
+
+
+def _structured(prop: dict[str, Any]) -> bool:
+    kinds = {prop.get("type")} | {option.get("type") for option in prop.get("anyOf", [])}
+    return "string" not in kinds and bool(kinds & {"array", "object"})
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:

@@ -208,12 +208,14 @@ def _uri(ref: str) -> str:
 
 def _lines(document: Document, start: int, end: int | None) -> dict[str, Any]:
     lines = document.content.splitlines()
-    last = len(lines) if end is None else min(end, len(lines))
-    if start > len(lines) or last < start:
+    if end is not None and end < start:
+        raise InvalidInput(f"line_end={end} is before line_start={start}")
+    if start > len(lines):
         raise InvalidInput(
-            f"lines {start}-{end or ''} are not in document {document.id}, "
+            f"line_start={start} is past the end of document {document.id}, "
             f"which has {len(lines)} lines"
         )
+    last = len(lines) if end is None else min(end, len(lines))
     return {
         "content": "\n".join(lines[start - 1 : last]),
         "lines": {"start": start, "end": last, "total": len(lines)},

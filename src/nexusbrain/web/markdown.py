@@ -1,0 +1,135 @@
+"""A small, safe markdown renderer for eval reports: headings, paragraphs, lists, pipe tables
+and code, with `code` and **bold** inline. Every piece of text is escaped first; no HTML,
+link or image in the source is ever passed through. Anything else shows as plain text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from markupsafe import Markup, escape
+
+_HEADING = re.compile(r"(#{1,6})\s+(.*?)\s*#*\s*$")
+_ITEM = re.compile(r"\s*(?:([-*+])|(\d+)[.)])\s+(.*)")
+_SEPARATOR = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_FENCES = ("```", "~~~")
+
+Block = Callable[[list[str], int, list[str]], int]
+
+
+def render(text: str) -> Markup:
+    """HTML for `text`; safe to insert into a page whatever the text holds."""
+    lines = text.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        i = _block_at(lines, i)(lines, i, out)
+    return Markup("\n".join(out))
+
+
+def _block_at(lines: list[str], i: int) -> Block:
+    line = lines[i].strip()
+    if line.startswith(_FENCES):
+        return _code
+    if _HEADING.match(line):
+        return _heading
+    if line.startswith("|") and i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]):
+        return _table
+    if _ITEM.match(lines[i]):
+        return _list
+    return _paragraph
+
+
+def _code(lines: list[str], i: int, out: list[str]) -> int:
+    fence = lines[i].strip()[:3]
+    body: list[str] = []
+    i += 1
+    while i < len(lines) and not lines[i].strip().startswith(fence):
+        body.append(lines[i])
+        i += 1
+    out.append(f"<pre><code>{escape(chr(10).join(body))}</code></pre>")
+    return i + 1
+
+
+def _heading(lines: list[str], i: int, out: list[str]) -> int:
+    match = _HEADING.match(lines[i].strip())
+    assert match is not None
+    level = len(match.group(1))
+    out.append(f"<h{level}>{inline(match.group(2))}</h{level}>")
+    return i + 1
+
+
+def _table(lines: list[str], i: int, out: list[str]) -> int:
+    head = _cells(lines[i])
+    aligns = [_align(cell) for cell in _cells(lines[i + 1])]
+    rows: list[list[str]] = []
+    i += 2
+    while i < len(lines) and lines[i].strip().startswith("|"):
+        rows.append(_cells(lines[i]))
+        i += 1
+
+    def row(cells: list[str], tag: str) -> str:
+        parts = []
+        for n, cell in enumerate(cells):
+            align = aligns[n] if n < len(aligns) else ""
+            parts.append(f"<{tag}{align}>{inline(cell)}</{tag}>")
+        return "<tr>" + "".join(parts) + "</tr>"
+
+    body = "".join(row(r, "td") for r in rows)
+    out.append(
+        f'<div class="table-wrap"><table><thead>{row(head, "th")}</thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+    return i
+
+
+def _cells(line: str) -> list[str]:
+    text = line.strip().removeprefix("|").removesuffix("|")
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", text)]
+
+
+def _align(separator: str) -> str:
+    if separator.endswith(":"):
+        return ' class="num"'
+    return ""
+
+
+def _list(lines: list[str], i: int, out: list[str]) -> int:
+    first = _ITEM.match(lines[i])
+    assert first is not None
+    tag = "ul" if first.group(1) else "ol"
+    items: list[str] = []
+    while i < len(lines) and (item := _ITEM.match(lines[i])) and bool(item.group(1)) == (
+        tag == "ul"
+    ):
+        items.append(f"<li>{inline(item.group(3))}</li>")
+        i += 1
+    out.append(f"<{tag}>{''.join(items)}</{tag}>")
+    return i
+
+
+def _paragraph(lines: list[str], i: int, out: list[str]) -> int:
+    text: list[str] = []
+    while i < len(lines) and lines[i].strip() and (not text or _block_at(lines, i) is _paragraph):
+        text.append(lines[i].strip())
+        i += 1
+    out.append(f"<p>{inline(' '.join(text))}</p>")
+    return i
+
+
+def inline(text: str) -> Markup:
+    """Escaped text with `code` spans and **bold**."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unclosed backtick stays a backtick
+        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    html = []
+    for n, part in enumerate(parts):
+        if n % 2:
+            html.append(f"<code>{escape(part)}</code>")
+        else:
+            html.append(_BOLD.sub(r"<strong>\1</strong>", str(escape(part))))
+    return Markup("".join(html))

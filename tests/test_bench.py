@@ -1,0 +1,161 @@
+"""The benchmark: a deterministic corpus, pure summaries, and one CI-sized run of the real thing.
+
+The run checks that the bench works and reports sane figures, never how fast this machine is."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+from click.testing import CliRunner
+
+from nexusbrain.bench import envelopes
+from nexusbrain.bench.corpus import Corpus, CorpusSpec, name_of
+from nexusbrain.bench.latency import percentile, summarise
+from nexusbrain.bench.runner import envelope_check, median_of
+from nexusbrain.cli.bench import parse_scales
+from nexusbrain.cli.main import cli
+from nexusbrain.errors import InvalidInput
+from nexusbrain.ingest.chunking import ChunkingConfig, chunk_markdown
+
+
+def test_the_corpus_is_deterministic_and_prefix_stable() -> None:
+    first = [d.content for d in Corpus().documents(30)]
+    assert first == [d.content for d in Corpus().documents(30)]
+    assert Corpus().document(29).content == first[29]  # document i depends on i only
+    other = Corpus(CorpusSpec(seed=1)).document(0).content
+    assert other != first[0]
+    assert Corpus().queries(5, 30) == Corpus().queries(5, 30)
+
+
+def test_the_corpus_looks_like_notes() -> None:
+    spec = CorpusSpec()
+    docs = list(Corpus(spec).documents(300))
+    sizes = sorted(len(d.content) for d in docs)
+    assert spec.min_chars <= sizes[0] and sizes[-1] <= spec.max_chars + 6_000
+    assert 1_000 < sizes[len(sizes) // 2] < 4_000  # a median of a few KB
+    text = "\n".join(d.content for d in docs)
+    assert all(d.content.startswith(f"# {d.title}\n") for d in docs)
+    assert text.count("\n## ") > 300 and "\n### " in text
+    assert text.count("```") % 2 == 0 and text.count("```python") > 5
+    assert "[[" in text and "\n- " in text
+    counts = Counter(re.findall(r"[a-z]+", text.lower()))
+    ranked = [n for _, n in counts.most_common()]
+    assert ranked[0] > 50 * ranked[len(ranked) // 2]  # Zipfian: a head and a long tail
+    assert sum(len(chunk_markdown(d.content, ChunkingConfig())) for d in docs) > 2 * len(docs)
+
+
+def test_changed_documents_differ_and_keep_their_name() -> None:
+    corpus = Corpus()
+    doc = corpus.document(7)
+    changed = corpus.changed(doc)
+    assert changed.name == doc.name == name_of(7) == "d0000/n0000007.md"
+    assert changed.content.startswith(doc.content) and changed.content != doc.content
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    values = [15.0, 20.0, 35.0, 40.0, 50.0]
+    assert [percentile(values, q) for q in (5, 30, 40, 50, 100)] == [15, 20, 20, 35, 50]
+    assert percentile(list(map(float, range(1, 101))), 95) == 95
+    with pytest.raises(ValueError):
+        percentile([], 50)
+    summary = summarise([4.0, 1.0, 2.0, 3.0], wall_seconds=2.0)
+    assert (summary.p50, summary.p99, summary.mean, summary.throughput) == (2.0, 4.0, 2.5, 2.0)
+
+
+def test_the_median_of_runs_is_taken_per_number() -> None:
+    runs = [
+        {"a": 1, "b": {"c": 1.0, "d": "x"}, "ok": True},
+        {"a": 5, "b": {"c": 3.0, "d": "y"}, "ok": False},
+        {"a": 2, "b": {"c": 2.0, "d": "z"}, "ok": False},
+    ]
+    assert median_of(runs) == {"a": 2, "b": {"c": 2.0, "d": "x"}, "ok": True}
+
+
+def test_scales_are_parsed_with_a_clear_error() -> None:
+    assert parse_scales("1000, 10_000") == (1000, 10000)
+    for bad in ("", "ten", "0", "-5"):
+        with pytest.raises(InvalidInput):
+            parse_scales(bad)
+
+
+def _scale(documents: int, rss: int, p95: float) -> dict:  # type: ignore[type-arg]
+    series = {"p95_ms": p95}
+    return {
+        "documents": documents,
+        "db_bytes": 10_000_000,
+        "rss": {"peak_search_bytes": rss, "peak_ingest_bytes": rss // 2},
+        "latency": {"sequential": {"search balanced": series, "recall balanced": series}},
+    }
+
+
+def test_the_envelope_verdict_of_a_scale() -> None:
+    assert envelope_check("desktop", _scale(50_000, 400_000_000, 150.0))["ok"]
+    verdict = envelope_check("edge", _scale(50_000, 400_000_000, 150.0))
+    assert not verdict["ok"]
+    assert [b["limit"] for b in verdict["breaches"]] == ["documents", "rss_bytes"]
+
+
+@pytest.fixture
+def tiny_edge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `edge` envelope of 100 documents, so that the CI-sized run must break it."""
+    tiny = envelopes.Envelope("edge", 100, 2 * envelopes.GIB, 4_000 * envelopes.MB, 10_000.0)
+    monkeypatch.setattr(envelopes, "ENVELOPES", MappingProxyType({"edge": tiny}))
+
+
+def test_a_ci_sized_bench_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_edge: None
+) -> None:
+    monkeypatch.setenv("BRAIN_EMBEDDER", "hashing")
+    monkeypatch.setenv("BRAIN_RATE_LIMIT_LOOPBACK", "1")  # the bench must override it
+    out = tmp_path / "bench.json"
+    args = ["bench", "--scales", "200", "--searches", "20", "--concurrency", "4"]
+    args += ["--envelope", "edge", "--workdir", str(tmp_path), "--json", "--out", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    assert "error: envelope edge broken at 200 docs: documents 200 > 100" in result.stderr
+    report = json.loads(out.read_text())
+    assert json.loads(result.stdout) == report
+    assert list(tmp_path.iterdir()) == [out]  # the scratch folder is gone
+    _check_report(report)
+
+
+def _check_report(report: dict) -> None:  # type: ignore[type-arg]
+    env = report["environment"]
+    assert re.fullmatch(r"[0-9a-f]{40}", env["commit"])
+    assert env["machine"]["cores"] >= 1 and env["machine"]["memory_bytes"] > 0
+    assert env["versions"]["nexusbrain"] and env["versions"]["sqlite"]
+    assert env["embedder"] == "hashing" and env["model_bytes"] == 0
+    [scale] = report["scales"]
+    assert scale["documents"] == 200 and scale["chunks"] > 200
+    ingest = scale["ingest"]
+    assert ingest["http"]["documents"] == 200 and ingest["http"]["chunks"] == scale["chunks"]
+    for path in ("http", "ingest_dir"):
+        assert ingest[path]["docs_per_second"] > 0 and ingest[path]["chunks_per_second"] > 0
+    incremental = ingest["incremental"]
+    assert (incremental["changed_files"], incremental["updated"]) == (2, 2)
+    assert incremental["unchanged"] == 198
+    latency = scale["latency"]
+    assert len(latency["sequential"]) == 6 and set(latency["concurrent"]) == {
+        "search balanced",
+        "recall balanced",
+    }
+    for series in [*latency["sequential"].values(), *latency["concurrent"].values()]:
+        assert series["count"] == 20
+        assert 0 <= series["p50_ms"] <= series["p95_ms"] <= series["p99_ms"] <= series["max_ms"]
+        assert series["throughput_rps"] > 0
+    rss = scale["rss"]
+    assert 0 < rss["idle_bytes"] <= rss["peak_search_bytes"] and rss["peak_ingest_bytes"] > 0
+    assert scale["db_bytes"] > scale["corpus_bytes"] > 0
+    assert 0 < scale["cold_start_seconds"] < 60
+    assert scale["server_envelope"]["name"] == "edge"
+    assert scale["server_envelope"]["observed"]["documents"] == 200
+    assert report["envelope"] == {
+        "name": "edge",
+        "ok": False,
+        "breaches": ["200 docs: documents 200 > 100"],
+    }
