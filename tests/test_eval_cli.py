@@ -128,6 +128,9 @@ def test_api_and_in_process_give_the_same_answer(live_server: LiveServer, tmp_pa
     a, b = json.loads(over_http.stdout), json.loads(in_process.stdout)
     assert a["metrics"] == b["metrics"] and a["config"]["retrieval"]["target"] == "http"
     assert [q["top"] for q in a["per_query"]] == [q["top"] for q in b["per_query"]]
+    known = run("eval", "known-item", "--api", live_server.url, "--n", "10", "--json")
+    assert known.exit_code == 0, known.output
+    assert json.loads(known.stdout)["counts"]["queries"] == 10
 
 
 def test_known_item_and_scaffold_from_a_database(brain: Brain, tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ class LexicalConfig:
     heading_weight: float = 0.5
     context_weight: float = 0.2
     drop_stopwords: bool = True
+    extended_stopwords: bool = False  # also drop question and function words (what, did...)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from nexusbrain.errors import InvalidInput
 from nexusbrain.ingest.conversation import sessions_from_json
 from nexusbrain.records import SearchFilters, SearchMode
 from nexusbrain.retrieval.filters import make_filters
+from nexusbrain.web import web_routes
 
 DESCRIPTION = (
     "Local-first memory and knowledge server. Every search hit carries its source, span and a "
@@ -57,6 +58,7 @@ def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
     _search_routes(app, brain)
     _document_routes(app, brain)
     graph_routes(app, brain)
+    web_routes(app, brain, settings.token)
     return app
 
 

@@ -10,9 +10,11 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
-from starlette.responses import Response
+from starlette.requests import cookie_parser
+from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nexusbrain.api.errors import error_response
@@ -21,6 +23,7 @@ from nexusbrain.api.ratelimit import RateLimit, RateLimiter, is_loopback, retry_
 from nexusbrain.bench.envelopes import DEFAULT_ENVELOPE, Envelope, envelope_named
 from nexusbrain.config import DEFAULT_HOST, DEFAULT_PORT, Limits
 from nexusbrain.errors import ConfigError
+from nexusbrain.web.login import LOGIN_PATH, OPEN_PATHS, TOKEN_COOKIE
 
 __all__ = ["Guard", "ServerSettings", "check_bind", "is_loopback"]
 
@@ -80,14 +83,8 @@ class Guard:
             await self._rate_limited(wait)(scope, receive, send)
             return
         headers = dict(scope.get("headers", ()))
-        if self.settings.token and not self._authorised(headers.get(b"authorization", b"")):
-            response = error_response(
-                401,
-                "unauthorized",
-                "missing or wrong API token: send 'Authorization: Bearer <BRAIN_API_TOKEN>'",
-                {"WWW-Authenticate": "Bearer"},
-            )
-            await response(scope, receive, send)
+        if self.settings.token and not self._authorised(scope, headers):
+            await self._unauthorised(scope)(scope, receive, send)
             return
         limit = self._limit(scope)
         declared = headers.get(b"content-length")
@@ -99,9 +96,32 @@ class Guard:
         else:
             await self._call_limited(scope, receive, send, limit)
 
-    def _authorised(self, header: bytes) -> bool:
+    def _authorised(self, scope: Scope, headers: Mapping[bytes, bytes]) -> bool:
+        """The bearer header; or, for reads only, the cookie the web UI's sign-in page sets
+        (see web/login.py). The sign-in pages themselves are open."""
+        if scope["path"] in OPEN_PATHS:
+            return True
         expected = f"Bearer {self.settings.token}".encode()
-        return hmac.compare_digest(header, expected)
+        if hmac.compare_digest(headers.get(b"authorization", b""), expected):
+            return True
+        cookie = cookie_parser(headers.get(b"cookie", b"").decode("latin-1")).get(TOKEN_COOKIE)
+        if cookie is None or scope["method"] not in ("GET", "HEAD"):
+            return False
+        return hmac.compare_digest(f"Bearer {cookie}".encode(), expected)
+
+    @staticmethod
+    def _unauthorised(scope: Scope) -> Response:
+        path: str = scope["path"]
+        if scope["method"] == "GET" and (path == "/app" or path.startswith("/app/")):
+            query = scope.get("query_string", b"").decode("latin-1")
+            target = f"{path}?{query}" if query else path
+            return RedirectResponse(f"{LOGIN_PATH}?{urlencode({'next': target})}", 303)
+        return error_response(
+            401,
+            "unauthorized",
+            "missing or wrong API token: send 'Authorization: Bearer <BRAIN_API_TOKEN>'",
+            {"WWW-Authenticate": "Bearer"},
+        )
 
     def _limit(self, scope: Scope) -> int:
         limits = self.settings.limits

@@ -18,7 +18,7 @@ from nexusbrain.ingest.documents import Prepared
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind
 
 TURN_SEPARATOR = "\n\n"
-CONTEXT_TURNS = 1  # turns before and after a turn indexed as its context (docs/tuning.md)
+CONTEXT_TURNS = 2  # turns before and after a turn indexed as its context (docs/tuning.md)
 
 
 @dataclass(frozen=True, slots=True)

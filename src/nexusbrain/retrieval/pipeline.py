@@ -74,7 +74,11 @@ class Searcher:
         config: SearchConfig,
         best_per_document: bool = False,
     ) -> Ranked:
-        terms = query_terms(query, drop_stopwords=self.lexical.drop_stopwords)
+        terms = query_terms(
+            query,
+            drop_stopwords=self.lexical.drop_stopwords,
+            extended_stopwords=self.lexical.extended_stopwords,
+        )
         lists: dict[str, list[Scored]] = {
             "bm25": self._bm25(terms, depth, filters, best_per_document)
         }

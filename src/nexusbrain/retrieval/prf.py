@@ -11,23 +11,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nexusbrain.embeddings.base import normalise_rows
-from nexusbrain.retrieval.terms import STOPWORDS
+from nexusbrain.retrieval.terms import FEEDBACK_STOPWORDS
 
 _WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
-
-# Function words that carry no topic: never worth adding to a query.
-FEEDBACK_STOPWORDS = STOPWORDS | frozenset(
-    (
-        "about above after again against all also am any because been before being below"
-        " between both can could did does doing down during each even ever every few from"
-        " further had has have having her here hers herself him himself his how however i its"
-        " itself just may me might more most much must my myself nor now off once only other"
-        " ought our ours ourselves out over own same shall she should since so some still than"
-        " those through thus too under until up upon very we were what when where whether"
-        " which while who whom whose why within without would yet you your yours yourself"
-        " yourselves one two three also use used using well like get got"
-    ).split()
-)
 
 
 def rm3_terms(

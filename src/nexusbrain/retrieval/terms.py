@@ -42,16 +42,32 @@ STOPWORDS = frozenset(
         "with",
     }
 )
+# Function words that carry no topic: never worth adding to a query.
+FEEDBACK_STOPWORDS = STOPWORDS | frozenset(
+    (
+        "about above after again against all also am any because been before being below"
+        " between both can could did does doing down during each even ever every few from"
+        " further had has have having her here hers herself him himself his how however i its"
+        " itself just may me might more most much must my myself nor now off once only other"
+        " ought our ours ourselves out over own same shall she should since so some still than"
+        " those through thus too under until up upon very we were what when where whether"
+        " which while who whom whose why within without would yet you your yours yourself"
+        " yourselves one two three also use used using well like get got"
+    ).split()
+)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def query_terms(text: str, *, drop_stopwords: bool = True) -> list[str]:
+def query_terms(
+    text: str, *, drop_stopwords: bool = True, extended_stopwords: bool = False
+) -> list[str]:
     """Lower-cased distinct words of `text`, in first-seen order.
 
-    Stopwords are dropped unless that would leave nothing (a query of only stopwords
-    still searches for them)."""
+    Stopwords (Lucene's set, or with `extended_stopwords` also question and function words)
+    are dropped unless that would leave nothing: a query of only stopwords still searches."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
     if not drop_stopwords:
         return words
-    kept = [w for w in words if w not in STOPWORDS]
+    stop = FEEDBACK_STOPWORDS if extended_stopwords else STOPWORDS
+    kept = [w for w in words if w not in stop]
     return kept or words

@@ -14,12 +14,14 @@ _ITEM = re.compile(r"\s*(?:([-*+])|(\d+)[.)])\s+(.*)")
 _SEPARATOR = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _FENCES = ("```", "~~~")
+_HEADING_TAG = re.compile(r"<(/?)h([1-6])>")
 
 Block = Callable[[list[str], int, list[str]], int]
 
 
-def render(text: str) -> Markup:
-    """HTML for `text`; safe to insert into a page whatever the text holds."""
+def render(text: str, heading_shift: int = 0) -> Markup:
+    """HTML for `text`; safe to insert into a page whatever the text holds. Headings move
+    `heading_shift` levels down (a report's `#` under a page's h2 becomes an h3 with 2)."""
     lines = text.splitlines()
     out: list[str] = []
     i = 0
@@ -28,7 +30,10 @@ def render(text: str) -> Markup:
             i += 1
             continue
         i = _block_at(lines, i)(lines, i, out)
-    return Markup("\n".join(out))
+    html = "\n".join(out)
+    if heading_shift:  # every text is escaped, so the only tags here are ours
+        html = _HEADING_TAG.sub(lambda m: f"<{m[1]}h{min(int(m[2]) + heading_shift, 6)}>", html)
+    return Markup(html)
 
 
 def _block_at(lines: list[str], i: int) -> Block:
@@ -103,9 +108,10 @@ def _list(lines: list[str], i: int, out: list[str]) -> int:
     assert first is not None
     tag = "ul" if first.group(1) else "ol"
     items: list[str] = []
-    while i < len(lines) and (item := _ITEM.match(lines[i])) and bool(item.group(1)) == (
-        tag == "ul"
-    ):
+    while i < len(lines):
+        item = _ITEM.match(lines[i])
+        if item is None or ("ul" if item.group(1) else "ol") != tag:
+            break
         items.append(f"<li>{inline(item.group(3))}</li>")
         i += 1
     out.append(f"<{tag}>{''.join(items)}</{tag}>")

@@ -1,0 +1,156 @@
+/* The search page: results as you type, the search kept in the address bar, and an
+   explanation of each hit drawn from its trace and from /explain. */
+"use strict";
+
+(() => {
+  const { h } = NB;
+  const form = document.getElementById("search-form");
+  const results = document.getElementById("results");
+  const status = document.getElementById("search-status");
+  let controller = null;
+  let shown = null;
+
+  function fields() {
+    const out = {};
+    for (const [key, value] of new FormData(form)) {
+      const text = String(value).trim();
+      if (text) out[key] = text;
+    }
+    return out;
+  }
+
+  async function run() {
+    const params = fields();
+    const query = new URLSearchParams(params).toString();
+    history.replaceState(null, "", query ? `/app?${query}` : "/app");
+    document.title = `${params.q ? `${params.q} · ` : ""}Search · nexusbrain`;
+    if (query === shown) return;
+    if (controller) controller.abort();
+    if (!params.q) {
+      shown = query;
+      results.replaceChildren();
+      status.textContent = "";
+      return;
+    }
+    controller = new AbortController();
+    status.classList.remove("error");
+    status.textContent = "Searching…";
+    try {
+      const body = await NB.api("/search", params, controller.signal);
+      shown = query;
+      render(body, params);
+    } catch (error) {
+      if (error.name === "AbortError") return;
+      shown = null;
+      results.replaceChildren();
+      NB.fail(status, error);
+    }
+  }
+
+  function render(body, params) {
+    const stems = NB.terms(params.q);
+    const count = body.hits.length;
+    status.textContent = count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "No hits.";
+    results.replaceChildren(...body.hits.map((hit) => hitItem(hit, stems, params)));
+  }
+
+  function hitItem(hit, stems, params) {
+    const link = `/app/doc/${hit.document_id}?${new URLSearchParams({ chunk: hit.chunk_id, q: params.q, mode: params.mode || "" })}`;
+    const panelId = `explain-${hit.chunk_id}`;
+    const panel = h("div", { id: panelId, class: "explain", hidden: true });
+    const toggle = h("button", {
+      type: "button", class: "explain-toggle", "aria-expanded": "false", "aria-controls": panelId,
+      onclick: () => {
+        const open = toggle.getAttribute("aria-expanded") !== "true";
+        toggle.setAttribute("aria-expanded", String(open));
+        panel.hidden = !open;
+        if (open && !panel.childElementCount) explain(panel, hit, params);
+      },
+    }, "Why this hit?");
+    const span = hit.span;
+    return h("li", { class: "hit" },
+      h("h2", {}, h("a", { href: link }, hit.title || hit.uri)),
+      h("p", { class: "meta" },
+        h("code", { class: "path" }, hit.uri),
+        hit.unit ? ` · ${hit.unit}` : "",
+        " · revision ", h("code", { title: hit.revision }, hit.revision.slice(0, 12)),
+        ` · lines ${span.line_start}–${span.line_end}`,
+        hit.heading_path.length ? ` · ${hit.heading_path.join(" › ")}` : "",
+        ` · #${hit.rank}, score ${NB.number(hit.score, 4)}`),
+      h("p", { class: "snippet" }, NB.marked(NB.excerpt(hit.text, stems), stems)),
+      h("p", { class: "actions" }, toggle, h("a", { href: link }, "Open the document at this span")),
+      panel);
+  }
+
+  /** The hit's own trace as a bar chart of RRF contributions, then where the whole document
+      ranks in each list (from /explain). */
+  async function explain(panel, hit, params) {
+    panel.append(traceChart(hit.trace, hit));
+    const note = h("p", { class: "hint" }, "Looking at the whole document…");
+    panel.append(note);
+    const { q, ...filters } = params;
+    try {
+      note.replaceWith(documentSummary(await NB.api("/explain", { q, doc: hit.document_id, ...filters })));
+    } catch (error) {
+      note.textContent = `No document explanation: ${error.message}`;
+    }
+  }
+
+  function traceChart(trace, hit) {
+    const fusion = trace.fusion || [];
+    const names = [...new Set([...trace.retrievers.map((r) => r.retriever), ...fusion.map((f) => f.retriever)])];
+    const largest = Math.max(...fusion.map((f) => f.contribution), 0);
+    const rows = names.map((name) => {
+      const found = trace.retrievers.find((r) => r.retriever === name);
+      const share = fusion.find((f) => f.retriever === name);
+      const fill = h("span", { class: "bar-fill" });
+      fill.style.width = share && largest ? `${(100 * share.contribution) / largest}%` : "0";
+      return h("tr", {},
+        h("th", { scope: "row" }, name),
+        h("td", { class: "num" }, found ? `#${found.rank}` : "–"),
+        h("td", { class: "num" }, found ? NB.number(found.score, 3) : "–"),
+        h("td", { class: "bar-cell" }, h("span", { class: "bar", "aria-hidden": "true" }, fill)),
+        h("td", { class: "num" }, share ? NB.number(share.contribution, 4) : "–"));
+    });
+    const caption = fusion.length
+      ? `Reciprocal rank fusion: fused score ${NB.number(hit.score, 4)}, fused rank ${trace.fused_rank ?? hit.rank}`
+      : "Each retriever's rank and raw score";
+    const parts = [h("div", { class: "chart-wrap" }, h("table", { class: "chart" },
+      h("caption", {}, caption),
+      h("thead", {}, h("tr", {},
+        h("th", { scope: "col" }, "List"), h("th", { scope: "col", class: "num" }, "Rank"),
+        h("th", { scope: "col", class: "num" }, "Score"), h("th", { scope: "col" }, "RRF share"),
+        h("th", { scope: "col", class: "num" }, "w/(k+r)"))),
+      h("tbody", {}, rows)))];
+    if (trace.prf_terms && trace.prf_terms.length) {
+      parts.push(h("p", {}, "Expansion terms (PRF):"),
+        h("ul", { class: "chips", "aria-label": "Expansion terms" }, trace.prf_terms.map((t) => h("li", {}, t))));
+    }
+    if (trace.rerank) {
+      const r = trace.rerank;
+      parts.push(h("p", {}, `Rerank (${r.model}): #${r.rank_before} → #${r.rank_after}, score ${NB.number(r.score, 3)}`));
+    } else {
+      parts.push(h("p", { class: "hint" }, "No reranker ran."));
+    }
+    return h("div", { class: "trace" }, parts);
+  }
+
+  function documentSummary(ex) {
+    const lists = ex.lists.map((l) => (l.rank ? `${l.retriever} #${l.rank}` : `${l.retriever}: not in its top ${ex.depth}`));
+    const verdict = ex.returned
+      ? `in the top ${ex.k}`
+      : ex.retired ? "retired" : ex.excluded_by.length ? `excluded by ${ex.excluded_by.join(", ")}` : `not in the top ${ex.k}`;
+    return h("p", { class: "doc-explain" },
+      `Whole document: fused rank ${ex.fused_rank ?? "–"} (${verdict}); best chunk per list: ${lists.join(", ")}.`);
+  }
+
+  const later = NB.debounce(run, 250);
+  form.addEventListener("input", later);
+  form.addEventListener("change", later);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    shown = null;
+    run();
+  });
+  if (form.elements.q.value.trim()) run();
+})();

@@ -1,0 +1,238 @@
+"""The web UI in a real headless browser: Debian's Chromium driven by Playwright.
+
+Skipped, with the reason, when Chromium or Playwright is missing; `.ci/run` installs both.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from nexusbrain.brain import Brain
+
+from .conftest import LiveServer
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+if shutil.which(CHROMIUM) is None:
+    pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium", allow_module_level=True)
+
+from playwright.sync_api import Browser, Page, expect  # noqa: E402
+
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PHONE = {"width": 390, "height": 844}
+FILLER = "\n\n".join(
+    f"## Section {n}\n\nRoutine notes about the weekly rota, meeting rooms and lunch orders."
+    for n in range(1, 40)
+)
+# An emoji before the span: the API counts code points, the browser UTF-16 units.
+LEDGER = (
+    "# Ledger notes 📒\n\n"
+    + FILLER
+    + "\n\n## Reconciliation\n\nThe ledger drift came from a rounding bug in the nightly "
+    "reconciliation job; we fixed it by summing cents as integers.\n\n## After\n\nNothing else."
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with playwright_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    opened = context.new_page()
+    opened.set_default_timeout(15_000)
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    context.close()
+    assert errors == [], errors  # no script failed on any page
+
+
+def day(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def seed(brain: Brain) -> int:
+    for n in range(3):
+        brain.ingest_markdown(f"# Note {n}\n\n{FILLER[:300]}", uri=f"notes/filler-{n}.md")
+    ledger = brain.ingest_markdown(LEDGER, uri="notes/ledger.md").document_id
+    brain.graph.relate("alice", "works_at", "Acme", valid_at=day("2019-01-01"))
+    brain.graph.relate("alice", "works_at", "Globex", valid_at=day("2023-06-01"))
+    brain.graph.relate("alice", "manages", "bob", valid_at=day("2020-01-01"))
+    brain.graph.relate("bob", "lives_in", "Lisbon")
+    return ledger
+
+
+def no_horizontal_scroll(page: Page) -> bool:
+    return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
+
+
+def test_search_explain_and_open_the_span(live_server: LiveServer, page: Page) -> None:
+    ledger = seed(live_server.brain)
+    page.goto(f"{live_server.url}/app")
+    page.fill("#q", "ledger drift rounding")
+    first = page.locator(".hit").first
+    expect(first.locator(".path")).to_have_text("notes/ledger.md")
+    query = parse_qs(urlsplit(page.url).query)
+    assert query["q"] == ["ledger drift rounding"] and query["mode"] == ["balanced"]
+    expect(first.locator("mark").first).to_be_visible()
+    assert {m.lower() for m in first.locator("mark").all_inner_texts()} >= {"ledger", "drift"}
+    expect(first.locator(".meta")).to_contain_text("lines ")
+
+    first.get_by_role("button", name="Why this hit?").click()
+    panel = first.locator(".explain")
+    expect(panel.locator(".doc-explain")).to_contain_text("fused rank 1")
+    bars = panel.locator(".bar-fill")
+    assert bars.count() >= 2  # bm25 and dense at least
+    widths = [b.evaluate("e => e.getBoundingClientRect().width") for b in bars.all()]
+    assert max(widths) > 0
+    expect(panel.locator("tbody th").first).to_have_text("bm25")
+
+    first.get_by_role("link", name="Open the document at this span").click()
+    span = page.locator("#span")
+    expect(span).to_be_visible()
+    chunk_id = int(parse_qs(urlsplit(page.url).query)["chunk"][0])
+    chunk = next(c for c in live_server.brain.document_chunks(ledger) if c.id == chunk_id)
+    assert span.inner_text() == chunk.text
+    assert "ledger drift" in chunk.text
+    assert page.evaluate("window.scrollY") > 0  # it had to scroll to get there
+    box = span.bounding_box()
+    assert box is not None and box["y"] < 800 and box["y"] + box["height"] > 0  # in view
+    background = span.evaluate("e => getComputedStyle(e).backgroundColor")
+    assert background not in ("rgba(0, 0, 0, 0)", "transparent")
+    expect(page.locator("#chunks a[aria-current=true]")).to_have_count(1)
+    expect(page.locator("#history tbody tr")).to_have_count(1)
+
+
+def test_a_search_link_reloads_the_same_search(live_server: LiveServer, page: Page) -> None:
+    seed(live_server.brain)
+    page.goto(f"{live_server.url}/app?q=ledger+drift&mode=conservative&k=2")
+    expect(page.locator(".hit").first.locator(".path")).to_have_text("notes/ledger.md")
+    assert page.locator(".hit").count() <= 2  # k=2 from the link
+    assert page.locator("select[name=mode]").input_value() == "conservative"
+    assert page.locator("#q").input_value() == "ledger drift"
+    expect(page.locator("#search-status")).to_contain_text("(conservative)")
+
+
+def test_as_of_date_changes_the_relationships(live_server: LiveServer, page: Page) -> None:
+    seed(live_server.brain)
+    page.goto(f"{live_server.url}/app/graph?entity=alice")
+    outgoing = page.locator("#outgoing")
+    expect(outgoing).to_contain_text("Globex")
+    expect(outgoing).to_contain_text("Acme")  # current version, closed at 2023-06-01
+    expect(page.locator("#network svg circle")).to_have_count(5)  # alice, Acme, Globex, bob, Lisbon
+
+    page.fill("#as-of", "2020-06-01")
+    expect(outgoing).not_to_contain_text("Globex")
+    expect(outgoing).to_contain_text("Acme")
+    assert parse_qs(urlsplit(page.url).query)["as_of"] == ["2020-06-01"]
+    expect(page.locator("#graph-status")).to_contain_text("held on 2020-06-01")
+
+    page.fill("#as-of", "2024-01-01")
+    expect(outgoing).not_to_contain_text("Acme")
+    expect(outgoing).to_contain_text("Globex")
+
+    slider = page.locator("#as-of-slider")
+    slider.focus()
+    page.keyboard.press("Home")  # the day before the first change: nothing held yet
+    assert page.locator("#as-of").input_value() == "2018-12-31"
+    expect(outgoing).to_contain_text("None.")
+    page.keyboard.press("End")
+    expect(page.locator("#as-of-label")).to_have_text("current")
+    expect(outgoing).to_contain_text("Globex")
+
+
+def test_relationship_history_shows_supersession(live_server: LiveServer, page: Page) -> None:
+    seed(live_server.brain)
+    page.goto(f"{live_server.url}/app/graph?entity=alice")
+    acme = page.locator(".rel", has_text="Acme")
+    acme.get_by_role("button", name="History").click()
+    rows = acme.locator(".history tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_contain_text("contradicted")
+    expect(rows.nth(1)).to_contain_text("(current)")
+
+
+def test_keyboard_reaches_the_search_box_and_submits(live_server: LiveServer, page: Page) -> None:
+    seed(live_server.brain)
+    page.goto(f"{live_server.url}/app")
+    for _ in range(10):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.id") == "q":
+            break
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.keyboard.type("reconciliation job")
+    page.keyboard.press("Enter")
+    expect(page.locator(".hit").first.locator(".path")).to_have_text("notes/ledger.md")
+    page.locator(".hit .snippet").first.click()  # out of the field, so "/" is a shortcut
+    assert page.evaluate("document.activeElement.id") != "q"
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "q"
+
+
+def test_pages_fit_a_phone_screen(live_server: LiveServer, browser: Browser) -> None:
+    ledger = seed(live_server.brain)
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    phone = context.new_page()
+    url = live_server.url
+    checks = {
+        f"{url}/app?q=ledger+drift": ".hit .explain-toggle",
+        f"{url}/app/doc/{ledger}": "#chunks li",
+        f"{url}/app/graph?entity=alice": "#network svg",
+        f"{url}/app/evals": "h1",
+        f"{url}/app/status": "#stats dt",
+    }
+    try:
+        for address, ready in checks.items():
+            phone.goto(address)
+            phone.locator(ready).first.wait_for()
+            if ready == ".hit .explain-toggle":
+                phone.locator(ready).first.click()
+                phone.locator(".doc-explain").first.wait_for()
+            assert no_horizontal_scroll(phone), address
+    finally:
+        context.close()
+
+
+def test_everything_is_served_locally(live_server: LiveServer, page: Page) -> None:
+    seed(live_server.brain)
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    for path in ["/app?q=ledger", "/app/graph?entity=alice", "/app/status", "/app/evals"]:
+        page.goto(live_server.url + path)
+        page.wait_for_load_state("networkidle")
+    assert requested
+    assert all(u.startswith((live_server.url, "data:")) for u in requested), requested
+
+
+def test_sign_in_with_the_token(token_server: LiveServer, page: Page) -> None:
+    seed(token_server.brain)
+    page.goto(f"{token_server.url}/app?q=ledger+drift")
+    expect(page.get_by_label("API token")).to_be_focused()
+    page.get_by_label("API token").fill("wrong")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("alert")).to_contain_text("not this server's token")
+    page.get_by_label("API token").fill("s3cret-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator(".hit").first.locator(".path")).to_have_text("notes/ledger.md")
+    assert "/app?q=ledger+drift&" in page.url  # back where it started
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_label("API token")).to_be_visible()
