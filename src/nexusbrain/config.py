@@ -35,9 +35,9 @@ class LexicalConfig:
 
     text_weight: float = 1.0
     heading_weight: float = 0.5
-    context_weight: float = 0.2
+    context_weight: float = 0.3
     drop_stopwords: bool = True
-    extended_stopwords: bool = False  # also drop question and function words (what, did...)
+    extended_stopwords: bool = True  # also drop question and function words (what, did...)
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,10 +134,13 @@ class SearchFilters:
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """One retriever's raw answer: a chunk id and its score (higher is better)."""
+    """One retriever's raw answer: a chunk id and its score (higher is better). Lists made
+    with best-per-document also carry the chunk's document id, so fusion can work per
+    document."""
 
     chunk_id: int
     score: float
+    document_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ query ─┬─ bm25 ──────────┐
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -134,8 +134,31 @@ class Searcher:
 
 
 def _fuse(lists: Mapping[str, list[Scored]], config: SearchConfig) -> list[Fused]:
-    ids = {name: [s.chunk_id for s in results] for name, results in lists.items()}
-    return rrf(ids, config.weights, config.rrf_k)
+    """RRF over chunk ids; with best-per-document lists, over document ids, so that a
+    document found through different chunks by different retrievers gets one fused score
+    (shown through the chunk of its best list position)."""
+    if not _per_document(lists):
+        ids = {name: [s.chunk_id for s in results] for name, results in lists.items()}
+        return rrf(ids, config.weights, config.rrf_k)
+    docs = {name: [_doc(s) for s in results] for name, results in lists.items()}
+    shown: dict[int, tuple[int, str, int]] = {}  # document -> (rank, list name, chunk)
+    for name, results in lists.items():
+        for rank, scored in enumerate(results, start=1):
+            best = shown.get(_doc(scored))
+            if best is None or (rank, name) < best[:2]:
+                shown[_doc(scored)] = (rank, name, scored.chunk_id)
+    fused = rrf(docs, config.weights, config.rrf_k)
+    return [replace(f, chunk_id=shown[f.chunk_id][2]) for f in fused]
+
+
+def _per_document(lists: Mapping[str, list[Scored]]) -> bool:
+    entries = [s for results in lists.values() for s in results]
+    return bool(entries) and all(s.document_id is not None for s in entries)
+
+
+def _doc(scored: Scored) -> int:
+    assert scored.document_id is not None
+    return scored.document_id
 
 
 def _above_floor(fused: list[Fused], floor: float) -> list[Fused]:
@@ -147,9 +170,14 @@ def _above_floor(fused: list[Fused], floor: float) -> list[Fused]:
 
 def _traced(fused: Fused, rank: int, ranked: Ranked) -> tuple[int, float, Trace]:
     retrievers = []
+    document = next(
+        (s.document_id for r in ranked.lists.values() for s in r if s.chunk_id == fused.chunk_id),
+        None,
+    )
     for name, results in ranked.lists.items():
         for position, scored in enumerate(results, start=1):
-            if scored.chunk_id == fused.chunk_id:
+            same = scored.chunk_id == fused.chunk_id
+            if same or (document is not None and scored.document_id == document):
                 retrievers.append(RetrieverScore(name, position, scored.score))
                 break
     trace = Trace(

@@ -126,7 +126,10 @@ class VectorIndex:
         if best_per_document:
             _, first = np.unique(docs[order], return_index=True)
             order = order[np.sort(first)][:k]
-        return [Scored(int(ids[i]), float(scores[i])) for i in order if scores[i] > 0]
+        keep = [i for i in order if scores[i] > 0]
+        if best_per_document:
+            return [Scored(int(ids[i]), float(scores[i]), int(docs[i])) for i in keep]
+        return [Scored(int(ids[i]), float(scores[i])) for i in keep]
 
 
 def _top(scores: NDArray[np.float32], ids: NDArray[np.int64], k: int) -> NDArray[np.intp]:

@@ -414,6 +414,8 @@ class SQLiteStore:
             rows = self.connection().execute(sql, args).fetchall()
         except sqlite3.OperationalError as exc:
             raise StorageError(f"lexical search failed for {match!r}: {exc}") from exc
+        if best_per_document:
+            return [Scored(int(r[0]), -float(r[1]), int(r[2])) for r in rows]
         return [Scored(int(row[0]), -float(row[1])) for row in rows]
 
     # everything else
@@ -558,7 +560,7 @@ def _filtered_search_sql(where: str, best_per_document: bool) -> str:
     if not best_per_document:
         return f"{inner} ORDER BY f.rank LIMIT ?"
     return (
-        "SELECT id, score FROM (SELECT id, score, row_number() OVER"
+        "SELECT id, score, doc FROM (SELECT id, score, doc, row_number() OVER"
         f" (PARTITION BY doc ORDER BY score, id) AS n FROM ({inner})) WHERE n = 1"
         " ORDER BY score, id LIMIT ?"
     )
