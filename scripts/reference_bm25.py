@@ -10,7 +10,7 @@ prints:
 - LoCoMo dev recall@5 over categories 1-4, per conversation as the suite does, with the brain's
   columns and weights (turn text 1.0, session heading 0.5): without a context column, then with
   the neighbouring turns in one (as many as the brain's CONTEXT_TURNS; weight 0, and the
-  brain's 0.2).
+  brain's context weight).
 """
 
 from __future__ import annotations
@@ -20,16 +20,19 @@ import json
 import sqlite3
 from pathlib import Path
 
+from nexusbrain.config import LexicalConfig
 from nexusbrain.evals.locomo import ADVERSARIAL, load_locomo, questions_of
 from nexusbrain.evals.trec import read_qrels, score_run
 from nexusbrain.ingest.conversation import CONTEXT_TURNS
 from nexusbrain.retrieval.terms import query_terms
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
+LEXICAL = LexicalConfig()  # the brain's defaults: stopwords and column weights
 
 
 def match(text: str) -> str:
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in query_terms(text))
+    terms = query_terms(text, extended_stopwords=LEXICAL.extended_stopwords)
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
 def beir(folder: Path, split: str) -> dict[str, float]:
@@ -75,7 +78,8 @@ def locomo(path: Path, context_weight: float | None) -> float:
                     lo, hi = max(0, i - CONTEXT_TURNS), i + 1 + CONTEXT_TURNS
                     row.append("\n".join(parts[lo:i] + parts[i + 1 : hi]))
                 con.execute(f"INSERT INTO t VALUES ({', '.join('?' * len(row))})", row)
-        weights = "0, 1.0, 0.5" + (f", {context_weight}" if context_weight is not None else "")
+        weights = f"0, {LEXICAL.text_weight}, {LEXICAL.heading_weight}"
+        weights += f", {context_weight}" if context_weight is not None else ""
         for query in questions_of(sample, "dev").queries:
             if (query.group or "").startswith(f"{ADVERSARIAL} "):
                 continue
@@ -97,7 +101,11 @@ def main() -> None:
     path = args.datasets / "locomo" / "locomo_dev.json"
     print("locomo dev recall@5, no context column", locomo(path, None))
     print(f"locomo dev recall@5, context of ±{CONTEXT_TURNS} turns, weight 0", locomo(path, 0.0))
-    print(f"locomo dev recall@5, context of ±{CONTEXT_TURNS} turns, weight 0.2", locomo(path, 0.2))
+    weight = LEXICAL.context_weight
+    print(
+        f"locomo dev recall@5, context of ±{CONTEXT_TURNS} turns, weight {weight}",
+        locomo(path, weight),
+    )
 
 
 if __name__ == "__main__":

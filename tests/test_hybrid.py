@@ -13,7 +13,9 @@ from nexusbrain.config import Settings
 from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.hashing import HashingEmbedder
 from nexusbrain.embeddings.profiles import Profile, load_embedder
+from nexusbrain.records import SearchMode
 from nexusbrain.retrieval.filters import make_filters
+from nexusbrain.retrieval.modes import PRESETS
 
 DOCS = {
     "ops/deploy.md": "# Deploy\n\nThe deploy failed because the API key expired.\n\n"
@@ -63,7 +65,8 @@ def test_every_hit_explains_its_fused_rank(brain: Brain) -> None:
     assert top.trace.fused_rank == 1
     assert top.score == pytest.approx(sum(c.contribution for c in top.trace.fusion))
     for c in top.trace.fusion:
-        assert c.contribution == pytest.approx(c.weight / (60 + c.rank))
+        k = PRESETS[SearchMode.BALANCED].rrf_k
+        assert c.contribution == pytest.approx(c.weight / (k + c.rank))
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
 
 

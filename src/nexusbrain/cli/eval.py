@@ -25,6 +25,7 @@ from nexusbrain.evals.judged import read_judged_markdown, select_splits, uri_mat
 from nexusbrain.evals.locomo_to_longmemeval import convert
 from nexusbrain.evals.metrics import Metric, parse_floor
 from nexusbrain.evals.runner import deepest_cutoff, run_queries, run_trec, the_metrics
+from nexusbrain.evals.runs import commit
 from nexusbrain.evals.scaffold import live_documents, scaffold
 from nexusbrain.evals.targets import SearchRequest, SearchTarget
 from nexusbrain.records import SearchMode
@@ -110,6 +111,7 @@ def eval_group() -> None:
       nexusbrain eval beir ../shared/datasets/scifact --split train --lexical-only
       nexusbrain eval locomo ../shared/datasets/locomo/locomo_dev.json
     """
+    commit()  # name the code as loaded now, before a long run
 
 
 @contextmanager

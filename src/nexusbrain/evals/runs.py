@@ -7,6 +7,7 @@ carries its own split.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,9 +87,12 @@ def broken_floors(
     return broken
 
 
+@functools.cache
 def commit(start: Path | None = None) -> str:
     """The git commit of the code (`start` defaults to this package's folder), with "+dirty" if
-    tracked files changed; "unknown" outside a git checkout or without git. Never networked."""
+    tracked files changed; "unknown" outside a git checkout or without git. Never networked.
+    Cached: the first call (the CLI makes it as an eval command starts) names the code that
+    was loaded, even if the checkout moves on during a long run."""
     where = str(start or Path(__file__).resolve().parent)
     try:
         head = subprocess.run(
