@@ -40,6 +40,7 @@ class Searched:
 class Meter:
     """Every search made through the workspaces of one factory, in order."""
 
+    keep: int = 50  # results kept per search: enough for any mode's context (k <= 20)
     searches: list[Searched] = field(default_factory=list)
 
     def by_question(self) -> dict[tuple[str | None, str], Searched]:
@@ -81,7 +82,7 @@ class MeteredWorkspace:
         started = time.perf_counter()
         results = self.inner.search(query, request, path_prefix=path_prefix)
         spent = (time.perf_counter() - started) * 1000
-        self.meter.searches.append(Searched(query, path_prefix, tuple(results), spent))
+        self.meter.searches.append(Searched(query, path_prefix, tuple(results[: self.meter.keep]), spent))
         return results
 
     def describe(self) -> Mapping[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-_METRIC = re.compile(r"(?:(?P<level>session|turn)_)?(?P<name>[a-z_]+?)(?:@(?P<k>\d+))?")
+_METRIC = re.compile(r"(?:(?P<level>session|turn)_)?(?P<name>[a-z_]+?)(?:@(?P<k>\d+|k))?")
 UNITS = {
     "locomo": "evidence turns",
     "beir": "relevant documents",

@@ -57,6 +57,7 @@ def prepare_session(
         f"{t.role.strip() or 'unknown'}: {_one_line_breaks(t.content).strip()}"
         for t in session.turns
     ]
+    visible = [_indexed(t, index_roles) for t in session.turns]
     chunks: list[ChunkDraft] = []
     offset, line = 0, 1
     for index, (turn, block) in enumerate(zip(session.turns, parts, strict=True)):
@@ -65,18 +66,20 @@ def prepare_session(
             line += TURN_SEPARATOR.count("\n")
         if _indexed(turn, index_roles):
             chunk = _turn_chunk(session, turn, index, len(chunks), block, offset, line)
-            chunks.append(replace(chunk, context=_around(parts, index)))
+            chunks.append(replace(chunk, context=_around(parts, visible, index)))
         offset += len(block)
         line += block.count("\n")
     content = TURN_SEPARATOR.join(parts)
     return Prepared(_session_draft(session, domain, content, index_roles), tuple(chunks), {})
 
 
-def _around(parts: list[str], index: int) -> str:
-    """The turns just before and after a turn: indexed with it as context, since a short
-    answer ("yes, last Friday") only makes sense next to the question it answers."""
-    lo, hi = max(0, index - CONTEXT_TURNS), index + 1 + CONTEXT_TURNS
-    return "\n".join(parts[lo:index] + parts[index + 1 : hi])
+def _around(parts: list[str], visible: list[bool], index: int) -> str:
+    """The indexed turns just before and after a turn: indexed with it as context, since a
+    short answer ("yes, last Friday") only makes sense next to the question it answers. Turns
+    of roles that are not indexed (LongMemEval's assistant turns) never leak in as context."""
+    before = [p for p, v in zip(parts[:index], visible[:index], strict=True) if v]
+    after = [p for p, v in zip(parts[index + 1 :], visible[index + 1 :], strict=True) if v]
+    return "\n".join(before[-CONTEXT_TURNS:] + after[:CONTEXT_TURNS])
 
 
 def _one_line_breaks(text: str) -> str:
