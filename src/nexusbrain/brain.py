@@ -15,6 +15,7 @@ from nexusbrain.clock import Clock, utc_now
 from nexusbrain.config import Settings
 from nexusbrain.embeddings import load_embedder
 from nexusbrain.errors import ConfigError, InvalidInput, NotFound
+from nexusbrain.evals.replay import capture_records
 from nexusbrain.graph import Graph
 from nexusbrain.graph.model import GraphFact
 from nexusbrain.ingest.conversation import Session, prepare_session
@@ -325,6 +326,10 @@ class Brain:
             )
         if not 1 <= k <= limits.max_k:
             raise InvalidInput(f"k={k} must be between 1 and {limits.max_k}")
+
+    def captured(self) -> Iterator[dict[str, Any]]:
+        """Every captured search and recall, as replay records: results get stable ids."""
+        return capture_records(self.store.captures(), self.store.fetch_chunks)
 
     def _capture(
         self,

@@ -15,6 +15,7 @@ from nexusbrain.ingest.chunking import ChunkingConfig
 
 DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
+CAPTURE_MAX_ROWS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ class CaptureConfig:
     """Opt-in capture of every search and recall, for replay evaluation."""
 
     enabled: bool = False
-    max_rows: int = 100_000
+    max_rows: int = CAPTURE_MAX_ROWS  # oldest rows go first; $BRAIN_CAPTURE_MAX_ROWS
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,10 @@ class Settings:
         cls, db_path: str | Path | None = None, environ: Mapping[str, str] | None = None
     ) -> Settings:
         env = os.environ if environ is None else environ
-        capture = CaptureConfig(enabled=_flag(env, "BRAIN_CAPTURE"))
+        capture = CaptureConfig(
+            enabled=_flag(env, "BRAIN_CAPTURE"),
+            max_rows=_count(env, "BRAIN_CAPTURE_MAX_ROWS", CAPTURE_MAX_ROWS),
+        )
         embedder = parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value))
         return cls(db_path=resolve_db_path(db_path, env), capture=capture, embedder=embedder)
 
@@ -90,6 +94,15 @@ def resolve_db_path(explicit: str | Path | None, environ: Mapping[str, str]) -> 
     if environ.get("BRAIN_DB_PATH"):
         return Path(environ["BRAIN_DB_PATH"]).expanduser()
     return Path(platformdirs.user_data_dir("nexusbrain")) / "brain.db"
+
+
+def _count(environ: Mapping[str, str], name: str, default: int) -> int:
+    value = environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"{name}={value!r} is not a positive whole number, e.g. {default}")
+    return int(value)
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:

@@ -273,3 +273,8 @@ def graph_fact(value: GraphFact) -> dict[str, Any]:
         "relationship": relationship(value.relationship),
         "trace": {"context": "graph", "entity": value.entity, "hit_rank": value.hit_rank},
     }
+
+
+def search(query: str, mode: str, hits: Sequence[Hit]) -> dict[str, Any]:
+    """The answer to a search, the same from the CLI, HTTP and MCP."""
+    return {"query": query, "mode": str(mode), "hits": [hit(h) for h in hits]}

@@ -175,7 +175,7 @@ def _search_routes(app: FastAPI, brain: Brain) -> None:
         graph: Annotated[bool, Query(description="add the top hits' graph context")] = False,
     ) -> dict[str, Any]:
         hits = brain.search(q, k=k, filters=filters, best_per_document=best_per_document, mode=mode)
-        out = {"query": q, "mode": mode.value, "hits": [views.hit(h) for h in hits]}
+        out = views.search(q, mode.value, hits)
         if graph:
             out["graph_context"] = [views.graph_fact(f) for f in brain.graph_context(hits)]
         return out

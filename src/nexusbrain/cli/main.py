@@ -17,6 +17,7 @@ from nexusbrain.brain import Brain
 from nexusbrain.cli import render
 from nexusbrain.cli.bench import bench
 from nexusbrain.cli.eval import eval_group
+from nexusbrain.cli.eval_sweep import add_sweep_commands
 from nexusbrain.cli.graph import graph
 from nexusbrain.errors import BrainError, InvalidInput
 from nexusbrain.records import SearchMode
@@ -174,9 +175,11 @@ def search(
     from nexusbrain.retrieval.filters import make_filters
 
     filters = make_filters(domain=domain, path_prefix=path_prefix, document_id=document_id)
-    hits = brain_of(ctx).search(query, k=k, filters=filters, best_per_document=best_per_document)
+    hits = brain_of(ctx).search(
+        query, k=k, filters=filters, best_per_document=best_per_document, mode=mode
+    )
     if as_json:
-        emit({"query": query, "k": k, "hits": [views.hit(h) for h in hits]})
+        emit(views.search(query, mode, hits))
     else:
         render.hits(hits, explain=explain)
 
@@ -426,6 +429,7 @@ def mcp(ctx: click.Context, log_level: str) -> None:
     serve_stdio(brain)
 
 
+add_sweep_commands(eval_group)  # run-all, compare, replay, captures
 cli.add_command(eval_group)
 cli.add_command(graph)
 cli.add_command(bench)

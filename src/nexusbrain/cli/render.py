@@ -80,7 +80,8 @@ def hits(found: Sequence[Hit], *, explain: bool = False) -> None:
 def _trace(trace: Trace) -> str:
     lines = [f"     {r.retriever}: rank {r.rank}, score {r.score:.4f}" for r in trace.retrievers]
     lines += [
-        f"     rrf {f.retriever}: {f.weight:g}/(k+{f.rank}) = {f.contribution:.5f}"
+        f"     rrf {f.retriever}: {f.weight:g}/({round(f.weight / f.contribution) - f.rank}"
+        f"+{f.rank}) = {f.contribution:.5f}"
         for f in trace.fusion
     ]
     if trace.prf_terms:

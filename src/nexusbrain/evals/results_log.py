@@ -186,8 +186,12 @@ def parse_record(value: Any) -> RunRecord:
         p99_latency_ms=_optional_number(value.get("p99_latency_ms"), "p99_latency_ms"),
         data=_optional_text(value.get("data")),
         data_fingerprint=_optional_text(value.get("data_fingerprint")),
-        details=value.get("details") if isinstance(value.get("details"), dict) else {},
+        details=_details(value.get("details")),
     )
+
+
+def _details(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _text(value: Mapping[str, Any], name: str) -> str:

@@ -82,6 +82,7 @@ class SweepSpec:
     data: Mapping[Suite, Path] = field(default_factory=dict)
     beir_split: str | None = None
     answer: answer.AnswerConfig | None = None
+    unavailable: Mapping[Suite, str] = field(default_factory=dict)  # suite -> why it cannot run
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,7 @@ def plan(spec: SweepSpec) -> list[PlannedRun]:
     for suite in spec.suites:
         modes = (NO_MODE,) if suite in MODE_FREE else spec.modes
         path = spec.data.get(suite)
-        skip = _missing(suite, path)
+        skip = spec.unavailable.get(suite) or _missing(suite, path)
         questions = 0 if skip or path is None else _question_count(suite, path, spec)
         runs += [PlannedRun(suite, mode, path, questions, skip) for mode in modes]
     return runs

@@ -138,8 +138,7 @@ def search(brain: Brain, args: SearchArgs) -> Answer:
         best_per_document=args.best_per_document,
         mode=args.mode,
     )
-    found = [views.hit(h) for h in hits]
-    return Answer({"query": args.query, "mode": args.mode.value, "hits": found})
+    return Answer(views.search(args.query, args.mode.value, hits))
 
 
 def recall(brain: Brain, args: RecallArgs) -> Answer:
