@@ -156,7 +156,9 @@ def test_a_significant_interval_can_fail_the_corrected_threshold() -> None:
     ),
     st.integers(0, 2**32 - 1),
 )
-def test_a_seeded_bootstrap_repeats_exactly(pair: tuple[list[float], list[float]], seed: int) -> None:
+def test_a_seeded_bootstrap_repeats_exactly(
+    pair: tuple[list[float], list[float]], seed: int
+) -> None:
     a, b = pair
     first = paired_bootstrap(a, b, seed=seed, resamples=200)
     assert first == paired_bootstrap(a, b, seed=seed, resamples=200)

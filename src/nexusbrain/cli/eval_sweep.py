@@ -91,7 +91,9 @@ def _interactive() -> bool:
 
 
 @click.command("run-all")
-@click.option("--modes", default=ALL_MODES, show_default=True, help="Search modes, comma-separated.")
+@click.option(
+    "--modes", default=ALL_MODES, show_default=True, help="Search modes, comma-separated."
+)
 @click.option("--suites", default=ALL_SUITES, show_default=True, help="Suites, comma-separated.")
 @click.option("--seed", default=42, show_default=True, help="Recorded in every run id.")
 @click.option(
@@ -143,7 +145,8 @@ def run_all(
 
     \b
     Example:
-      nexusbrain eval run-all --modes conservative,balanced,tokenmax --suites locomo,brainbench --seed 42 --data locomo=locomo_dev.json --budget-usd-retrieval 0
+      nexusbrain eval run-all --modes conservative,balanced,tokenmax --seed 42 --yes
+      nexusbrain eval run-all --suites locomo --data locomo=locomo.json --budget-usd-retrieval 5
       nexusbrain eval run-all --suites beir --data beir=../shared/datasets/cranfield --yes
     """
     spec = SweepSpec(
@@ -218,7 +221,8 @@ def _show_estimate(
     total_a = sum(e.answer_usd for e in estimates)
     click.echo(f"  total: retrieval ${total_r:.2f}, answer generation ${total_a:.2f}")
     click.echo(
-        f"budget caps: retrieval ${caps.retrieval_usd:.2f}, answer generation ${caps.answer_usd:.2f}"
+        f"budget caps: retrieval ${caps.retrieval_usd:.2f}, "
+        f"answer generation ${caps.answer_usd:.2f}"
     )
 
 
@@ -369,7 +373,9 @@ def replay_command(
         click.echo(orjson.dumps(view, option=orjson.OPT_INDENT_2).decode())
         return
     latency = view["latency_ms"]
-    click.echo(f"replay: {against}  mode {mode}  k {k or 'as captured'}  queries {view['replayed']}")
+    click.echo(
+        f"replay: {against}  mode {mode}  k {k or 'as captured'}  queries {view['replayed']}"
+    )
     click.echo("  " + "  ".join(f"{key} {value:.4f}" for key, value in view["metrics"].items()))
     click.echo(
         f"  lost {view['lost']} ({view['lost_per_query']:.2f}/query)  "

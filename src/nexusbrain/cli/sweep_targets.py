@@ -46,9 +46,7 @@ class SpanTarget(BrainTarget):
             best_per_document=request.best_per_document,
             mode=request.mode,
         )
-        return [
-            Passage(h.chunk_id, h.uri, h.unit, h.text, h.line_start, h.line_end) for h in hits
-        ]
+        return [Passage(h.chunk_id, h.uri, h.unit, h.text, h.line_start, h.line_end) for h in hits]
 
 
 def sweep_factory() -> WorkspaceFactory:

@@ -90,7 +90,9 @@ class AnswerConfig:
             )
         price = None
         if env.get("BRAIN_ANSWER_PRICE_IN") or env.get("BRAIN_ANSWER_PRICE_OUT"):
-            price = Price(_number(env, "BRAIN_ANSWER_PRICE_IN"), _number(env, "BRAIN_ANSWER_PRICE_OUT"))
+            price = Price(
+                _number(env, "BRAIN_ANSWER_PRICE_IN"), _number(env, "BRAIN_ANSWER_PRICE_OUT")
+            )
         return cls(
             base_url=env["BRAIN_ANSWER_BASE_URL"].rstrip("/"),
             model=env["BRAIN_ANSWER_MODEL"],
@@ -115,7 +117,9 @@ def _number(env: Mapping[str, str], name: str) -> float:
     try:
         value = float(env.get(name, ""))
     except ValueError:
-        raise ConfigError(f"{name}={env.get(name)!r} is not a number of USD per million tokens")
+        raise ConfigError(
+            f"{name}={env.get(name)!r} is not a number of USD per million tokens"
+        ) from None
     if value < 0:
         raise ConfigError(f"{name}={value} must not be negative")
     return value
@@ -170,15 +174,20 @@ class ChatClient:
             "seed": seed,
         }
         try:
-            response = self.http.post("/chat/completions", content=orjson.dumps(body),
-                                      headers={"Content-Type": "application/json"})
+            response = self.http.post(
+                "/chat/completions",
+                content=orjson.dumps(body),
+                headers={"Content-Type": "application/json"},
+            )
             response.raise_for_status()
             value = orjson.loads(response.content)
             text = str(value["choices"][0]["message"]["content"] or "")
         except self.error as exc:
             raise InvalidInput(f"answer endpoint {self.config.base_url}: {exc}") from None
         except (orjson.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
-            raise InvalidInput(f"answer endpoint {self.config.base_url}: bad reply ({exc})") from None
+            raise InvalidInput(
+                f"answer endpoint {self.config.base_url}: bad reply ({exc})"
+            ) from None
         usage = value.get("usage") or {}
         prompt = sum(count_tokens(m["content"]) for m in messages)
         return Completion(
@@ -273,9 +282,7 @@ def supported(answer: str, texts: Sequence[str]) -> bool:
     words = set(normalise(answer).split())
     if not words:
         return False
-    return any(
-        len(words & set(normalise(t).split())) / len(words) >= SUPPORTED for t in texts
-    )
+    return any(len(words & set(normalise(t).split())) / len(words) >= SUPPORTED for t in texts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,9 +311,7 @@ class Answer:
     cost_usd: float
 
 
-def score(
-    question: Question, reply: str, judged: float | None, cost: float
-) -> Answer:
+def score(question: Question, reply: str, judged: float | None, cost: float) -> Answer:
     answer, numbers = parse_reply(reply, len(question.passages))
     cited = [question.passages[n - 1] for n in numbers]
     f1 = token_f1(answer, question.gold)
@@ -353,7 +358,9 @@ def answer_all(
                 seed=seed,
             )
             judged = float(verdict.text.strip().lower().startswith("yes"))
-            cost += config.unit_price(config.judge_model).cost(verdict.tokens_in, verdict.tokens_out)
+            cost += config.unit_price(config.judge_model).cost(
+                verdict.tokens_in, verdict.tokens_out
+            )
         out.append(score(question, done.text, judged, cost))
     return out
 

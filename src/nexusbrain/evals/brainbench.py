@@ -29,6 +29,7 @@ from nexusbrain.clock import FrozenClock
 from nexusbrain.config import GraphConfig
 from nexusbrain.evals.targets import SearchRequest, WorkspaceFactory
 from nexusbrain.graph import AsOf, Graph
+from nexusbrain.graph.model import CURRENT
 from nexusbrain.records import WriteStatus
 from nexusbrain.storage import SQLiteStore
 from nexusbrain.storage.graph_sqlite import SQLiteGraphStore
@@ -103,7 +104,7 @@ def _script(graph: Graph, clock: FrozenClock) -> datetime:
     return between
 
 
-def _targets(graph: Graph, as_of: AsOf = AsOf()) -> set[str]:
+def _targets(graph: Graph, as_of: AsOf = CURRENT) -> set[str]:
     return {r.to_name for r in graph.relations("Ada", type="works_at", as_of=as_of)}
 
 
@@ -137,7 +138,8 @@ GRAPH_CHECKS: dict[str, Callable[[Graph, datetime], bool]] = {
         _history(g) == [(None, "contradicted"), (T2, None)]
     ),
     "two-hop traversal holds one valid time throughout": lambda g, _: (
-        _two_hops(g, NOW) == {"Paris"} and _two_hops(g, datetime(2021, 1, 1, tzinfo=UTC)) == {"Berlin"}
+        _two_hops(g, NOW) == {"Paris"}
+        and _two_hops(g, datetime(2021, 1, 1, tzinfo=UTC)) == {"Berlin"}
     ),
     "re-stating a current fact is a duplicate": lambda g, _: (
         g.relate("Ada", "works_at", "Globex", valid_at=T2).status is WriteStatus.DUPLICATE
@@ -153,7 +155,9 @@ def graph_failures() -> list[str]:
             clock = FrozenClock(datetime(2026, 1, 1, tzinfo=UTC))
             graph = Graph(SQLiteGraphStore(store), GraphConfig(), clock)
             known = _script(graph, clock)
-            return [name for name, check in GRAPH_CHECKS.items() if not _passes(check, graph, known)]
+            return [
+                name for name, check in GRAPH_CHECKS.items() if not _passes(check, graph, known)
+            ]
         finally:
             store.close()
 

@@ -98,7 +98,9 @@ def compare(
 
 
 def _suite(name: str, chosen: Mapping[tuple[str, str], RunRecord], seed: int, n: int) -> _Suite:
-    runs = sorted((r for (s, _), r in chosen.items() if s == name), key=lambda r: mode_order(r.mode))
+    runs = sorted(
+        (r for (s, _), r in chosen.items() if s == name), key=lambda r: mode_order(r.mode)
+    )
     scored = [r for r in runs if r.status is RunStatus.COMPLETED and r.per_question]
     comparisons: list[Comparison] = []
     unpaired: list[str] = []
@@ -192,7 +194,12 @@ def _header(
 
 
 def _section(suite: _Suite, threshold: float) -> list[str]:
-    lines = [f"## {suite.name}", "", "| mode | status | run id | ran at |", "| --- | --- | --- | --- |"]
+    lines = [
+        f"## {suite.name}",
+        "",
+        "| mode | status | run id | ran at |",
+        "| --- | --- | --- | --- |",
+    ]
     for run in suite.runs:
         status = run.status.value + (f" ({run.reason})" if run.reason else "")
         lines.append(f"| {run.mode} | {status} | {run.run_id} | {_time(run)} |")

@@ -82,7 +82,9 @@ class MeteredWorkspace:
         started = time.perf_counter()
         results = self.inner.search(query, request, path_prefix=path_prefix)
         spent = (time.perf_counter() - started) * 1000
-        self.meter.searches.append(Searched(query, path_prefix, tuple(results[: self.meter.keep]), spent))
+        self.meter.searches.append(
+            Searched(query, path_prefix, tuple(results[: self.meter.keep]), spent)
+        )
         return results
 
     def describe(self) -> Mapping[str, Any]:

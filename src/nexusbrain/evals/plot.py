@@ -10,7 +10,11 @@ from nexusbrain.errors import InvalidInput, MissingExtra
 from nexusbrain.evals.bootstrap import Verdict
 from nexusbrain.evals.compare import Report
 
-COLOURS = {Verdict.SIGNIFICANT: "#1b7837", Verdict.NOT_SIGNIFICANT: "#e08214", Verdict.TIE: "#777777"}
+COLOURS = {
+    Verdict.SIGNIFICANT: "#1b7837",
+    Verdict.NOT_SIGNIFICANT: "#e08214",
+    Verdict.TIE: "#777777",
+}
 FORMATS = (".png", ".svg")
 
 

@@ -94,7 +94,9 @@ class CapturedQuery:
 def read_captures(path: Path) -> tuple[list[CapturedQuery], list[str]]:
     """The captured queries of an NDJSON file, and one message per line that was skipped."""
     if not path.is_file():
-        raise InvalidInput(f"no capture file at {str(path)!r}: dump one with `nexusbrain eval captures`")
+        raise InvalidInput(
+            f"no capture file at {str(path)!r}: dump one with `nexusbrain eval captures`"
+        )
     queries, problems = [], []
     for number, line in enumerate(path.read_bytes().splitlines(), start=1):
         if not line.strip():

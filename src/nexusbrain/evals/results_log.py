@@ -111,7 +111,10 @@ def record_view(record: RunRecord) -> dict[str, Any]:
         "reason": record.reason,
         "metrics": {k: _rounded(v) for k, v in record.metrics.items()},
         "per_question": [
-            {"question_id": q.question_id, "metrics": {k: _rounded(v) for k, v in q.metrics.items()}}
+            {
+                "question_id": q.question_id,
+                "metrics": {k: _rounded(v) for k, v in q.metrics.items()},
+            }
             for q in record.per_question
         ],
         "avg_tokens": record.avg_tokens,

@@ -368,7 +368,9 @@ def _answers(
 ) -> list[answer.Answer]:
     assert spec.answer is not None
     questions = [
-        answer.Question(q.id, q.query, gold.get(q.id, ""), frozenset(q.relevant), tuple(contexts[q.id]))
+        answer.Question(
+            q.id, q.query, gold.get(q.id, ""), frozenset(q.relevant), tuple(contexts[q.id])
+        )
         for q in scored
     ]
     client = tools.chat(spec.answer)
@@ -390,7 +392,9 @@ def _beir(planned: PlannedRun, spec: SweepSpec, tools: SweepTools) -> Outcome:
         the_metrics(beir.DEFAULT_METRICS),
     )
     searched = meter.by_question()
-    tokens = [context_tokens(searched[(None, q.query)].results, planned.mode) for q in run.per_query]
+    tokens = [
+        context_tokens(searched[(None, q.query)].results, planned.mode) for q in run.per_query
+    ]
     folder = planned.data
     return Outcome(
         metrics=dict(run.metrics),
@@ -422,7 +426,9 @@ def _replay(planned: PlannedRun, spec: SweepSpec, tools: SweepTools) -> Outcome:
         raise InvalidInput("no brain to replay against")
     captured, problems = read_captures(planned.data)
     with tools.replay_target() as target:
-        run = run_replay(captured, target, planned.mode, source=str(planned.data), problems=problems)
+        run = run_replay(
+            captured, target, planned.mode, source=str(planned.data), problems=problems
+        )
     summary = run.summary()
     return Outcome(
         metrics=run.metrics(),
