@@ -10,6 +10,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from nexusbrain import __version__, views
+from nexusbrain.api.capture_routes import capture_routes
 from nexusbrain.api.errors import install_error_handlers
 from nexusbrain.api.graph_routes import graph_routes
 from nexusbrain.api.guard import Guard, ServerSettings
@@ -58,6 +59,7 @@ def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
     _search_routes(app, brain)
     _document_routes(app, brain)
     graph_routes(app, brain)
+    capture_routes(app, brain)
     web_routes(app, brain, settings.token)
     return app
 

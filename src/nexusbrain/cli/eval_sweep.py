@@ -209,7 +209,7 @@ def _show_estimate(
             answering = "$0.00 (not requested)" if run.suite in ANSWERED else "$0.00 (none)"
         else:
             answering = (
-                f"${cost.answer_usd:.2f} ({run.questions} questions, <= {cost.answer_tokens:,} "
+                f"${cost.answer_usd:.4f} ({run.questions} questions, <= {cost.answer_tokens:,} "
                 f"tokens, {config.model})"
             )
         skipped = f"  [will skip: {run.skip}]" if run.skip else ""
@@ -219,7 +219,7 @@ def _show_estimate(
         )
     total_r = sum(e.retrieval_usd for e in estimates)
     total_a = sum(e.answer_usd for e in estimates)
-    click.echo(f"  total: retrieval ${total_r:.2f}, answer generation ${total_a:.2f}")
+    click.echo(f"  total: retrieval ${total_r:.2f}, answer generation ${total_a:.4f}")
     click.echo(
         f"budget caps: retrieval ${caps.retrieval_usd:.2f}, "
         f"answer generation ${caps.answer_usd:.2f}"

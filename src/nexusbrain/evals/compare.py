@@ -240,13 +240,18 @@ def _metric_table(suite: str, runs: Sequence[RunRecord]) -> list[str]:
     lines.append("")
     base = runs[0]
     for metric in metrics:
-        readings = [
-            sentence(metric, suite, r.mode, base.mode, r.metrics[metric] - base.metrics[metric])
-            for r in runs[1:]
-            if metric in r.metrics and metric in base.metrics
-        ]
-        if readings:
-            lines.append(f"- {metric}. Plain English: " + "; ".join(readings) + ".")
+        others = [r for r in runs[1:] if metric in r.metrics and metric in base.metrics]
+        gaps = [r.metrics[metric] - base.metrics[metric] for r in others]
+        if not others:
+            continue
+        if all(abs(gap) < 5e-5 for gap in gaps):
+            readings = [f"every mode scores the same on {metric}"]
+        else:
+            readings = [
+                sentence(metric, suite, r.mode, base.mode, gap)
+                for r, gap in zip(others, gaps, strict=True)
+            ]
+        lines.append(f"- {metric}. Plain English: " + "; ".join(readings) + ".")
     if len(runs) == 1:
         lines.append(f"Plain English: one run ({base.mode}); there is nothing to compare.")
     lines.append("")
@@ -284,7 +289,7 @@ def _bootstrap_table(suite: _Suite, threshold: float) -> list[str]:
 
 
 def _p(value: float) -> str:
-    return f"{value:.4f}" if value >= 0.0001 else f"{value:.1e}"
+    return f"{value:.4f}" if value >= 0.0001 else "<0.0001"
 
 
 def _operational(runs: Sequence[RunRecord]) -> list[str]:
@@ -316,16 +321,17 @@ def _tradeoff(suite: _Suite, runs: Sequence[RunRecord], threshold: float) -> str
     scored = [r for r in runs if metric in r.metrics]
     best = max(scored, key=lambda r: (r.metrics[metric], -mode_order(r.mode)[0]))
     cheap = min(runs, key=lambda r: (_cost(r), mode_order(r.mode)))
+    local = "" if any(r.cost_per_query_usd for r in runs) else " (local compute, no answers)"
     if best.mode == cheap.mode:
         return (
             f"Trade-off: none to make on {metric}: {best.mode} scores highest "
-            f"({best.metrics[metric]:.4f}) and is also the cheapest ({_spend(best)})."
+            f"({best.metrics[metric]:.4f}) and is also the cheapest, at {_spend(best)}{local}."
         )
     gain = best.metrics[metric] - cheap.metrics.get(metric, 0.0)
     verdict = _verdict_of(suite, metric, cheap.mode, best.mode, threshold)
     return (
         f"Trade-off: {best.mode} scores {gain:+.4f} {metric} over {cheap.mode} ({verdict}) "
-        f"for {_spend(best)} against {_spend(cheap)}."
+        f"for {_spend(best)}, against {_spend(cheap)}{local}."
     )
 
 
@@ -334,10 +340,8 @@ def _cost(run: RunRecord) -> tuple[float, float]:
 
 
 def _spend(run: RunRecord) -> str:
-    tokens = "-" if run.avg_tokens is None else f"{run.avg_tokens:.0f}"
-    cost = run.cost_per_query_usd or 0.0
-    local = " (local compute)" if cost == 0 else ""
-    return f"{tokens} context tokens and ${cost:.6f} per query{local}"
+    cost = f"${run.cost_per_query_usd or 0.0:.6f} per query"
+    return cost if run.avg_tokens is None else f"{run.avg_tokens:.0f} context tokens and {cost}"
 
 
 def _verdict_of(suite: _Suite, metric: str, a: str, b: str, threshold: float) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,9 @@ def context_tokens(results: Sequence[Retrieved], mode: str) -> int:
 
 
 class MeteredWorkspace:
-    """A workspace whose searches are timed and recorded in a `Meter`."""
+    """A workspace whose searches are timed and recorded in a `Meter`. A search shallower than
+    the mode's own k (LoCoMo asks for 10, tokenmax returns 20) is made at the mode's k, so the
+    meter sees the mode's whole context; the suite still gets the k it asked for."""
 
     def __init__(self, inner: Workspace, meter: Meter) -> None:
         self.inner = inner
@@ -79,13 +81,13 @@ class MeteredWorkspace:
     def search(
         self, query: str, request: SearchRequest, *, path_prefix: str | None = None
     ) -> list[Retrieved]:
+        depth = max(request.k, PRESETS[SearchMode(request.mode)].k)
         started = time.perf_counter()
-        results = self.inner.search(query, request, path_prefix=path_prefix)
+        results = self.inner.search(query, replace(request, k=depth), path_prefix=path_prefix)
         spent = (time.perf_counter() - started) * 1000
-        self.meter.searches.append(
-            Searched(query, path_prefix, tuple(results[: self.meter.keep]), spent)
-        )
-        return results
+        kept = tuple(results[: self.meter.keep])
+        self.meter.searches.append(Searched(query, path_prefix, kept, spent))
+        return results[: request.k]
 
     def describe(self) -> Mapping[str, Any]:
         return self.inner.describe()

@@ -45,10 +45,10 @@ def sentence(metric: str, suite: str, mode: str, base: str, difference: float) -
             f"than {base}"
         )
     if name in ("ndcg", "ndcg_any") and k:
+        noun = unit if level == "item" else f"relevant {level}s"
         return (
-            f"{mode} ranks the relevant {unit if level == 'item' else level + 's'} "
-            f"{higher}: nDCG@{k} is {abs(difference):.4f} {higher} than {base}'s "
-            "(1 is a perfect ranking)"
+            f"{mode} ranks the {noun} {higher}: nDCG@{k} is {abs(difference):.4f} {higher} "
+            f"than {base}'s (1 is a perfect ranking)"
         )
     if name == "mrr":
         return (

@@ -51,8 +51,8 @@ def plot_intervals(report: Report, path: Path) -> int:
     )
     axes.set_xlabel("mean per-question difference, 95% percentile interval")
     axes.set_title(
-        f"Paired bootstrap (green: significant at p < {report.threshold:.4f}, "
-        "orange: not after correction, grey: tie)",
+        f"Paired bootstrap, 95% intervals\ngreen: significant at p < {report.threshold:.4f}"
+        " (Bonferroni); orange: not significant after correction; grey: tie",
         fontsize=9,
     )
     figure.tight_layout()

@@ -196,10 +196,10 @@ def over_caps(estimates: Sequence[RunEstimate], caps: Caps) -> list[str]:
     answering = sum(e.answer_usd for e in estimates)
     out = []
     if retrieval > caps.retrieval_usd:
-        out.append(f"retrieval estimate ${retrieval:.2f} exceeds the cap ${caps.retrieval_usd:.2f}")
+        out.append(f"retrieval estimate ${retrieval:.4f} exceeds the cap ${caps.retrieval_usd:.4f}")
     if answering > caps.answer_usd:
         out.append(
-            f"answer generation estimate ${answering:.2f} exceeds the cap ${caps.answer_usd:.2f}"
+            f"answer generation estimate ${answering:.4f} exceeds the cap ${caps.answer_usd:.4f}"
         )
     return out
 
