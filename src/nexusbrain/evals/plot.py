@@ -50,7 +50,7 @@ def plot_intervals(report: Report, path: Path) -> int:
         fontsize=8,
     )
     axes.set_xlabel("mean per-question difference, 95% percentile interval")
-    axes.set_title(
+    figure.suptitle(
         f"Paired bootstrap, 95% intervals\ngreen: significant at p < {report.threshold:.4f}"
         " (Bonferroni); orange: not significant after correction; grey: tie",
         fontsize=9,
