@@ -61,14 +61,19 @@ def hit(value: Hit) -> dict[str, Any]:
         "revision": value.revision,
         "unit": value.unit,
         "heading_path": list(value.heading_path),
-        "span": {
-            "char_start": value.char_start,
-            "char_end": value.char_end,
-            "line_start": value.line_start,
-            "line_end": value.line_end,
-        },
+        "span": span(value),
         "text": value.text,
         "trace": trace(value.trace),
+    }
+
+
+def span(value: Hit | Chunk) -> dict[str, int]:
+    """Where a hit or chunk sits in its document: characters (end exclusive), lines (1-based)."""
+    return {
+        "char_start": value.char_start,
+        "char_end": value.char_end,
+        "line_start": value.line_start,
+        "line_end": value.line_end,
     }
 
 
@@ -76,12 +81,7 @@ def chunk(value: Chunk) -> dict[str, Any]:
     return {
         "id": value.id,
         "ordinal": value.ordinal,
-        "span": {
-            "char_start": value.char_start,
-            "char_end": value.char_end,
-            "line_start": value.line_start,
-            "line_end": value.line_end,
-        },
+        "span": span(value),
         "heading_path": list(value.heading_path),
         "unit": value.unit,
         "meta": dict(value.meta),
