@@ -5,11 +5,18 @@ The run checks that the bench works and reports sane figures, never how fast thi
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from types import MappingProxyType
 
+import psutil
 import pytest
 from click.testing import CliRunner
 
@@ -17,7 +24,7 @@ from nexusbrain.bench import envelopes
 from nexusbrain.bench.corpus import Corpus, CorpusSpec, name_of
 from nexusbrain.bench.latency import percentile, summarise
 from nexusbrain.bench.runner import envelope_check, median_of
-from nexusbrain.cli.bench import parse_scales
+from nexusbrain.cli.bench import bench, parse_scales
 from nexusbrain.cli.main import cli
 from nexusbrain.errors import InvalidInput
 from nexusbrain.ingest.chunking import ChunkingConfig, chunk_markdown
@@ -74,6 +81,17 @@ def test_the_median_of_runs_is_taken_per_number() -> None:
         {"a": 2, "b": {"c": 2.0, "d": "z"}, "ok": False},
     ]
     assert median_of(runs) == {"a": 2, "b": {"c": 2.0, "d": "x"}, "ok": True}
+
+
+def test_the_readme_bench_commands_are_valid() -> None:
+    """The README's commands take minutes to hours; the CI-sized run below executes one."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    commands = [line for line in readme.splitlines() if line.startswith("nexusbrain bench")]
+    assert len(commands) >= 2
+    for command in commands:
+        args = shlex.split(command)[2:]
+        context = bench.make_context("bench", args)
+        assert parse_scales(context.params["scales"] or "1000") and context.params["searches"]
 
 
 def test_scales_are_parsed_with_a_clear_error() -> None:
@@ -159,3 +177,30 @@ def _check_report(report: dict) -> None:  # type: ignore[type-arg]
         "ok": False,
         "breaches": ["200 docs: documents 200 > 100"],
     }
+
+
+def test_a_terminated_bench_cleans_up(tmp_path: Path) -> None:
+    """SIGTERM while the child server runs: the server stops and the scratch folder goes."""
+    env = {**os.environ, "BRAIN_EMBEDDER": "hashing"}
+    args = ["bench", "--scales", "200", "--searches", "2000", "--workdir", str(tmp_path)]
+    bench_process = subprocess.Popen(
+        [sys.executable, "-m", "nexusbrain", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    parent = psutil.Process(bench_process.pid)
+    assert bench_process.stderr is not None
+    for line in bench_process.stderr:  # wait until the search server is up and busy
+        if "search conservative" in line:
+            break
+    servers = [p for p in parent.children() if "serve" in p.cmdline()]
+    assert servers, "no child server found"
+    bench_process.send_signal(signal.SIGTERM)
+    assert bench_process.wait(timeout=60) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in servers):
+        assert time.monotonic() < deadline, "the child server outlived the bench"
+        time.sleep(0.05)
+    assert list(tmp_path.iterdir()) == []

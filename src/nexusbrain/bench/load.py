@@ -65,7 +65,11 @@ def run_calls(
     def client() -> None:
         with httpx.Client(base_url=url, timeout=300) as http:
             while (call := shared.next()) is not None and not shared.errors:
-                _one(http, call, shared, total, progress)
+                try:
+                    _one(http, call, shared, total, progress)
+                except httpx.HTTPError as exc:
+                    with shared.lock:
+                        shared.errors.append(f"{call.path}: {type(exc).__name__}: {exc}")
 
     threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
     started = time.perf_counter()

@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 
 from nexusbrain.embeddings.profiles import MODELS, Profile, parse_profile
+from nexusbrain.records import SearchMode
 
 PACKAGES = (
     "nexusbrain",
@@ -110,7 +111,11 @@ def _ms(series: str, kind: str = "sequential") -> Callable[[Mapping[str, Any]], 
 
 
 def _rps(series: str, kind: str) -> Callable[[Mapping[str, Any]], str]:
-    return lambda scale: f"{scale['latency'][kind][series]['throughput_rps']:.0f}"
+    def cell(scale: Mapping[str, Any]) -> str:
+        rps = scale["latency"][kind][series]["throughput_rps"]
+        return f"{rps:.1f}" if rps < 10 else f"{rps:.0f}"
+
+    return cell
 
 
 def _rate(path: str) -> Callable[[Mapping[str, Any]], str]:
@@ -173,7 +178,7 @@ def _verdict(scale: Mapping[str, Any]) -> str:
 def table(report: Mapping[str, Any]) -> str:
     """A markdown table: one column per scale."""
     scales = report["scales"]
-    modes = [m for m in ("conservative", "balanced", "tokenmax")]
+    modes = [mode.value for mode in SearchMode]
     concurrency = report["bench"]["concurrency"]
     header = ["metric", *(f"{s['documents']:,} docs" for s in scales)]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]

@@ -49,8 +49,8 @@ class BenchConfig:
     workdir: Path = field(default_factory=lambda: Path("."))
 
 
-def _quiet(_: str, __: int, ___: int) -> None:
-    return None
+def _quiet(what: str, done: int, total: int) -> None:
+    """No progress display."""
 
 
 def measure(config: BenchConfig, phase: Phase = _quiet) -> list[dict[str, Any]]:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -39,6 +43,20 @@ class PhaseDisplay:
         if self.tty and self.last:
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
+
+
+@contextmanager
+def exit_on_sigterm() -> Iterator[None]:
+    """A terminated bench still stops its child server and removes its scratch folder: the
+    signal becomes SystemExit, which runs the `finally` blocks."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def parse_scales(text: str) -> tuple[int, ...]:
@@ -136,7 +154,8 @@ def bench(
     )
     display = PhaseDisplay()
     try:
-        report = run(config, display)
+        with exit_on_sigterm():
+            report = run(config, display)
     finally:
         display.close()
         shutil.rmtree(scratch, ignore_errors=True)
