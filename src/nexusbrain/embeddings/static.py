@@ -19,6 +19,7 @@ from nexusbrain.embeddings.base import Vectors, normalise_rows
 from nexusbrain.errors import ConfigError, MissingExtra
 
 BATCH = 1024
+POOL = 32  # texts pooled at once: their counts matrix and rows stay in cache
 
 
 class StaticEmbedder:
@@ -62,11 +63,21 @@ class StaticEmbedder:
     def _encode_batch(self, texts: Sequence[str]) -> Vectors:
         encodings = self._tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
         ids = [e.ids[: self._max_tokens] for e in encodings]
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
         sums = np.zeros((len(ids), self.dim), dtype=np.float32)
-        present = lengths > 0
-        if flat.size:
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[present]
-            sums[present] = np.add.reduceat(self._table[flat], starts, axis=0)
+        for start in range(0, len(ids), POOL):
+            sums[start : start + POOL] = pooled_sums(self._table, ids[start : start + POOL])
         return normalise_rows(sums)
+
+
+def pooled_sums(table: Vectors, ids: Sequence[Sequence[int]]) -> Vectors:
+    """The sum of each text's token rows, as `counts (texts x distinct tokens) @ table[distinct]`:
+    one small gather per batch instead of one row per token."""
+    lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+    if not flat.size:
+        return np.zeros((len(ids), table.shape[1]), dtype=np.float32)
+    distinct, column = np.unique(flat, return_inverse=True)
+    cell = np.repeat(np.arange(len(ids)) * len(distinct), lengths) + column
+    counts = np.bincount(cell, minlength=len(ids) * len(distinct)).astype(np.float32)
+    out: Vectors = counts.reshape(len(ids), len(distinct)) @ table[distinct]
+    return out
