@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nexusbrain.errors import NotFound, StorageError
-from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, SearchFilters, WriteStatus
+from nexusbrain.records import (
+    ChunkDraft,
+    DocumentDraft,
+    DocumentKind,
+    SearchFilters,
+    VectorBatch,
+    WriteStatus,
+)
 from nexusbrain.storage import SQLiteStore
-from nexusbrain.storage.migrations import LATEST
+from nexusbrain.storage import vectors_sqlite as vector_sql
+from nexusbrain.storage.migrations import LATEST, MIGRATIONS
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -99,3 +110,57 @@ def test_filters_and_best_per_document(tmp_path: Path) -> None:
     prefix = store.lexical_search(["apple"], 10, SearchFilters(path_prefix="notes/"))
     assert {r.chunk_id for r in prefix} <= {c.id for c in store.chunks_of(one.document_id)}
     assert len(prefix) == 2
+
+
+def hashed(text: str, ordinal: int = 0) -> ChunkDraft:
+    return replace(chunk(text, ordinal), text_hash=f"h-{text}")
+
+
+def vector_batch(model: str, texts: Sequence[str], dim: int = 4) -> VectorBatch:
+    """A vector per text whose every component is the text's length."""
+    rows = {f"h-{t}": np.full(dim, len(t), dtype=np.float32).tobytes() for t in texts}
+    return VectorBatch(model, dim, rows)
+
+
+def test_migration_4_moves_vectors_into_a_rowid_table(tmp_path: Path) -> None:
+    path = tmp_path / "b.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
+    for version, sql in MIGRATIONS[:3]:
+        conn.executescript(f"{sql}\nINSERT INTO schema_migrations VALUES ({version}, 'then');")
+    conn.execute("INSERT INTO vectors VALUES ('m', 'h1', 2, ?), ('n', 'h1', 2, ?)", (b"a", b"b"))
+    conn.close()
+    store = SQLiteStore(path)
+    assert store.schema_version() == LATEST
+    conn = store.connection()
+    rows = conn.execute("SELECT rowid, model, text_hash, dim, vector FROM vectors ORDER BY model")
+    assert [tuple(r)[1:] for r in rows] == [("m", "h1", 2, b"a"), ("n", "h1", 2, b"b")]
+    assert store.known_vector_hashes("m", ["h1", "h2"]) == {"h1"}
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        conn.execute("INSERT INTO vectors VALUES ('m', 'h1', 2, x'00')")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "vectors" in tables and "vectors_rowid" not in tables
+
+
+def test_load_vectors_joins_chunks_with_their_model_s_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_sql, "FETCH", 2)  # several batches per query
+    store = SQLiteStore(tmp_path / "b.db")
+    texts = ["one", "three", "fifteen", "no vector", "seventeen"]
+    embedded = [t for t in texts if t != "no vector"]
+    a = store.write_document(
+        draft(), [hashed(t, i) for i, t in enumerate(texts)], NOW, vector_batch("m", embedded)
+    )
+    b = store.write_document(draft("b.md"), [hashed("one")], NOW, vector_batch("n", ["two"]))
+    ids_of = {c.text: c.id for c in store.chunks_of(a.document_id)}
+    b_one = store.chunks_of(b.document_id)[0].id  # same text as a's "one": shares its vector
+    ids, docs, matrix = store.load_vectors("m", 4)
+    assert ids.tolist() == [ids_of[t] for t in embedded] + [b_one]
+    assert docs.tolist() == [a.document_id] * 4 + [b.document_id]
+    assert matrix.dtype == np.float32 and matrix[:, 0].tolist() == [3, 5, 7, 9, 3]
+    wanted = [b_one, ids_of["no vector"], ids_of["three"], 999]
+    ids, docs, matrix = store.load_vectors("m", 4, wanted)
+    found = sorted(zip(ids.tolist(), docs.tolist(), matrix[:, 1].tolist(), strict=True))
+    assert found == [(ids_of["three"], a.document_id, 5), (b_one, b.document_id, 3)]
+    assert [len(x) for x in store.load_vectors("nobody", 4)] == [0, 0, 0]

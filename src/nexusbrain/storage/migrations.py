@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nexusbrain.storage.graph_sqlite import MIGRATION as GRAPH_MIGRATION
 from nexusbrain.storage.vectors_sqlite import MIGRATION as VECTORS_MIGRATION
+from nexusbrain.storage.vectors_sqlite import ROWID_MIGRATION as VECTORS_ROWID_MIGRATION
 
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (
@@ -77,6 +78,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     ),
     (2, GRAPH_MIGRATION),
     (3, VECTORS_MIGRATION),
+    (4, VECTORS_ROWID_MIGRATION),
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,6 +60,25 @@ END;
 """
 
 
+# Migration 4: one 1 KB blob per row is over a WITHOUT ROWID (index) page's inline limit, so
+# each vector spilled to its own overflow page (238 MB for 52 MB of vectors at 10k documents).
+# A rowid table keeps about three rows per page, and the unique index stays small.
+ROWID_MIGRATION = """
+CREATE TABLE vectors_rowid (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    UNIQUE (model, text_hash)
+);
+INSERT INTO vectors_rowid (model, text_hash, dim, vector)
+    SELECT model, text_hash, dim, vector FROM vectors ORDER BY model, text_hash;
+DROP TABLE vectors;
+ALTER TABLE vectors_rowid RENAME TO vectors;
+"""
+FETCH = 4096  # rows per fetchmany when loading vectors
+
+
 def put_vectors(conn: sqlite3.Connection, batch: VectorBatch) -> None:
     conn.executemany(
         "INSERT OR IGNORE INTO vectors (model, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
@@ -101,24 +121,57 @@ def changes_since(conn: sqlite3.Connection, seq: int) -> tuple[int, list[int], l
 def load_vectors(
     conn: sqlite3.Connection, model: str, dim: int, chunk_ids: Sequence[int] | None
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]:
-    """(chunk ids, document ids, vectors) of live chunks that have a vector for `model`."""
+    """(chunk ids, document ids, vectors) of live chunks that have a vector for `model`.
+
+    The arrays are allocated once and filled from batches of rows, so the rows' blobs are
+    never all held at once."""
     sql = (
         "SELECT c.id, c.document_id, v.vector FROM chunks c"
         " JOIN vectors v ON v.model = ? AND v.text_hash = c.text_hash"
     )
-    rows: list[tuple[int, int, bytes]] = []
     if chunk_ids is None:
-        rows = conn.execute(sql + " ORDER BY c.id", (model,)).fetchall()
-    else:
-        for start in range(0, len(chunk_ids), 500):
-            part = chunk_ids[start : start + 500]
-            rows += conn.execute(
-                sql + f" WHERE c.id IN ({','.join('?' * len(part))})", (model, *part)
-            ).fetchall()
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    docs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim)
-    return ids, docs, matrix
+        expected = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        return _fill(conn, [(sql + " ORDER BY c.id", (model,))], expected, dim)
+    parts = [chunk_ids[start : start + 500] for start in range(0, len(chunk_ids), 500)]
+    queries = [
+        (sql + f" WHERE c.id IN ({','.join('?' * len(part))})", (model, *part)) for part in parts
+    ]
+    return _fill(conn, queries, len(chunk_ids), dim)
+
+
+def _fill(
+    conn: sqlite3.Connection,
+    queries: Sequence[tuple[str, Sequence[object]]],
+    expected: int,
+    dim: int,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]:
+    ids = np.empty(expected, dtype=np.int64)
+    docs = np.empty(expected, dtype=np.int64)
+    matrix = np.empty((expected, dim), dtype=np.float32)
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples
+    count = 0
+    for sql, params in queries:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(FETCH):
+            end = count + len(rows)
+            if end > len(ids):  # chunks written since the count
+                ids, docs, matrix = (_grown(a, 2 * end) for a in (ids, docs, matrix))
+            ids[count:end] = [r[0] for r in rows]
+            docs[count:end] = [r[1] for r in rows]
+            matrix[count:end] = np.frombuffer(b"".join(r[2] for r in rows), np.float32).reshape(
+                -1, dim
+            )
+            count = end
+    if count == len(ids):
+        return ids, docs, matrix
+    return ids[:count].copy(), docs[:count].copy(), matrix[:count].copy()
+
+
+def _grown(array: NDArray[Any], size: int) -> NDArray[Any]:
+    out = np.empty((size, *array.shape[1:]), dtype=array.dtype)
+    out[: len(array)] = array
+    return out
 
 
 def missing_vectors(
