@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,11 +73,16 @@ class Brain:
         self, settings: Settings, *, store: Store | None = None, clock: Clock = utc_now
     ) -> None:
         self.settings = settings
+        own_store = store is None
         self.store: Store = store or SQLiteStore(settings.db_path)
         self.clock = clock
         self.embedder = load_embedder(settings.embedder)
         self.vectors = VectorWriter(self.store, self.embedder) if self.embedder else None
-        self.index = VectorIndex(self.store, self.embedder) if self.embedder else None
+        self.index = None
+        if self.embedder is not None:
+            model = self.embedder.model_id
+            cache = index_cache_path(settings.db_path, model) if own_store else None
+            self.index = VectorIndex(self.store, self.embedder, cache=cache)
         self.searcher = Searcher(self.store, settings.lexical, self.embedder, self.index)
         self.graph = Graph(_graph_store(self.store), settings.graph, clock)
 
@@ -86,6 +92,8 @@ class Brain:
         return cls(Settings.from_env(db_path), clock=clock)
 
     def close(self) -> None:
+        if self.index is not None:
+            self.index.save()
         self.store.close()
 
     def __enter__(self) -> Brain:
@@ -180,6 +188,14 @@ class Brain:
         """Embed every chunk without a vector for the current model (after a model change or
         an import). Returns how many were embedded."""
         return self.vectors.backfill(progress) if self.vectors else 0
+
+    def refresh_index(self) -> None:
+        """Bring the vector index up to date and write its cache file, so that the next
+        process to open this database starts without reading every vector (after ingest, and
+        before serving)."""
+        if self.index is not None:
+            self.index.sync()
+            self.index.save()
 
     def _checked_text(self, text: str, field: str) -> str:
         return decode_utf8(text.encode("utf-8"), field, self.settings.limits.max_document_bytes)
@@ -426,6 +442,14 @@ def _fit_facts(facts: Sequence[GraphFact], budget: int) -> tuple[tuple[GraphFact
             kept.append(fact)
             used += cost
     return tuple(kept), used
+
+
+def index_cache_path(db_path: Path, model: str) -> Path | None:
+    """The vector index's cache file for a model: beside the database, one per model."""
+    if str(db_path) == ":memory:":
+        return None
+    digest = hashlib.sha256(model.encode("utf-8")).hexdigest()[:12]
+    return db_path.with_name(f"{db_path.name}.vectors-{digest}.npz")
 
 
 def _graph_store(store: Store) -> GraphStore:

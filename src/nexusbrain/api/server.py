@@ -20,6 +20,7 @@ def run(brain: Brain, *, host: str, port: int, log_level: str = "info", mcp: boo
     embedded = brain.embed_missing()
     if embedded:
         log.info("embedded %d chunk(s) for %s before serving", embedded, brain.settings.embedder)
+    brain.refresh_index()  # the first query does not wait for the index
     app = create_app(brain, settings)
     if mcp:
         from nexusbrain.mcp_server.http import mount_mcp

@@ -276,11 +276,10 @@ def _restore_files(corpus: Corpus, folder: Path, indices: Sequence[int]) -> None
 
 
 def _disk_bytes(db: Path) -> int:
-    return sum(
-        part.stat().st_size
-        for suffix in ("", "-wal", "-shm")
-        if (part := Path(f"{db}{suffix}")).exists()
-    )
+    """The database with its WAL and shared-memory files and the vector index's cache."""
+    parts = [Path(f"{db}{suffix}") for suffix in ("", "-wal", "-shm")]
+    parts += db.parent.glob(f"{db.name}.vectors-*.npz")
+    return sum(part.stat().st_size for part in parts if part.exists())
 
 
 def run(config: BenchConfig, phase: Phase = _quiet) -> dict[str, Any]:

@@ -94,6 +94,7 @@ def ingest_dir(ctx: click.Context, folder: Path, domain: str | None, as_json: bo
         report = brain.ingest_dir(folder, domain=domain, progress=progress.update)
     with render.Progress("embedding (new model)", enabled=not as_json) as progress:
         brain.embed_missing(progress.update)
+    brain.refresh_index()
     if as_json:
         emit(views.directory_report(report))
     else:

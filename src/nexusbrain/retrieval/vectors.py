@@ -1,18 +1,22 @@
-"""Dense retrieval: chunk vectors computed once per distinct text, and an exact in-memory index.
+"""Dense retrieval: chunk vectors computed once per distinct text, and an in-memory index.
 
 Vectors are keyed by (model id, sha256 of the embedded text), so unchanged content is never
-re-embedded, even when its document is re-chunked. The index holds one contiguous float32
-matrix of unit rows; it follows the store through its chunk change log, so writes by this
-process or any other show up on the next search without a full reload.
+re-embedded, even when its document is re-chunked. The index holds the unit rows as float16
+with a binary code each (and a float32 copy while it is small enough for exact search); it
+follows the store through its chunk change log, so writes by this process or any other show
+up on the next search without a full reload, and it keeps a cache file beside the database
+so that a restart does not read every vector out of SQLite.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,64 +49,203 @@ def to_blob(vector: NDArray[np.float32]) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
-class VectorIndex:
-    """Exact cosine search over every live chunk that has a vector for one model."""
+@dataclass(frozen=True, slots=True)
+class IndexConfig:
+    """Where exact search stops and quantized search starts (docs/design/retrieval.md)."""
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    exact_max: int = 20_000  # up to this many vectors, an exact float32 product
+    candidates: int = 2_000  # past it, this many nearest by Hamming distance, rescored exactly
+    save_every: int = 2_000  # rewrite the cache file after this many changed rows (and on close)
+
+
+@dataclass(slots=True)
+class _Rows:
+    """The index content: row r is chunk ids[r] of document docs[r]."""
+
+    ids: NDArray[np.int64]
+    docs: NDArray[np.int64]
+    half: NDArray[np.float16]  # unit vectors, float16 (what is cached and rescored)
+    codes: NDArray[np.uint64]  # sign bits of (vector - center), packed
+    center: NDArray[np.float32]  # what the codes are taken around
+    full: NDArray[np.float32] | None = None  # float32 copy while exact search is used
+
+    @classmethod
+    def empty(cls, dim: int) -> _Rows:
+        return cls(
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros((0, dim), np.float16),
+            np.zeros((0, _words(dim)), np.uint64),
+            np.zeros(dim, np.float32),
+        )
+
+
+class VectorIndex:
+    """Cosine search over every live chunk that has a vector for one model.
+
+    Up to `IndexConfig.exact_max` vectors the search is an exact float32 product. Past that,
+    each vector also has a binary code (the signs of its difference from the mean vector);
+    the `candidates` rows nearest to the query's code by Hamming distance are rescored with
+    their float16 vectors. The rows are cached in one file beside the database, stamped with
+    the chunk change log's sequence number, so a restart reads that file and applies only
+    the changes made since, instead of reading every vector out of SQLite."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        cache: Path | None = None,
+        config: IndexConfig | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
+        self.cache = cache
+        self.config = config or IndexConfig()
         self._lock = threading.Lock()
         self._seq = -1
-        self._ids: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-        self._docs: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-        self._matrix: NDArray[np.float32] = np.zeros((0, embedder.dim), dtype=np.float32)
+        self._unsaved = 0
+        self._rows = _Rows.empty(embedder.dim)
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._rows.ids)
+
+    @property
+    def quantized(self) -> bool:
+        return self._rows.full is None and len(self._rows.ids) > 0
 
     # keeping up with the store
 
     def sync(self) -> None:
         with self._lock:
             if self._seq < 0:
-                self._full_load()
-                return
+                self._start()
             seq, added, gone = self.store.chunk_changes_since(self._seq)
-            if seq == self._seq:
-                return
-            self._apply(added, gone)
-            self._seq = seq
+            if seq != self._seq:
+                self._apply(added, gone)
+                self._seq = seq
+                self._unsaved += len(added) + len(gone)
+            if self._unsaved >= self.config.save_every:
+                self._save()
 
-    def _full_load(self) -> None:
+    def save(self) -> None:
+        """Write the cache file if the index changed since it was last written."""
+        with self._lock:
+            if self._seq >= 0 and self._unsaved:
+                self._save()
+
+    def _start(self) -> None:
+        if self._read_cache():
+            return
         seq = self.store.latest_chunk_change()
-        self._ids, self._docs, self._matrix = self.store.load_vectors(
-            self.embedder.model_id, self.embedder.dim
-        )
-        self._matrix = np.ascontiguousarray(self._matrix)
+        ids, docs, matrix = self.store.load_vectors(self.embedder.model_id, self.embedder.dim)
+        center = _center_of(matrix)
+        rows = _Rows(ids, docs, matrix.astype(np.float16), _codes(matrix, center), center)
+        self._rows = self._with_mode(rows)
         self._seq = seq
-        log.info("loaded %d vectors for %s", len(self._ids), self.embedder.model_id)
+        self._unsaved = max(len(ids), 1)
+        log.info("loaded %d vectors for %s from the store", len(ids), self.embedder.model_id)
 
     def _apply(self, added: list[int], gone: list[int]) -> None:
+        rows = self._rows
         drop = set(gone) | set(added)
         if drop:
-            keep = ~np.isin(self._ids, np.fromiter(drop, dtype=np.int64, count=len(drop)))
-            self._ids, self._docs, self._matrix = (
-                self._ids[keep],
-                self._docs[keep],
-                self._matrix[keep],
+            keep = ~np.isin(rows.ids, np.fromiter(drop, dtype=np.int64, count=len(drop)))
+            rows = _Rows(
+                rows.ids[keep],
+                rows.docs[keep],
+                rows.half[keep],
+                rows.codes[keep],
+                rows.center,
+                None if rows.full is None else rows.full[keep],
             )
         if added:
             ids, docs, matrix = self.store.load_vectors(
                 self.embedder.model_id, self.embedder.dim, added
             )
-            self._ids = np.concatenate([self._ids, ids])
-            self._docs = np.concatenate([self._docs, docs])
-            self._matrix = np.ascontiguousarray(np.vstack([self._matrix, matrix]))
+            half = matrix.astype(np.float16)
+            rows = _Rows(
+                np.concatenate([rows.ids, ids]),
+                np.concatenate([rows.docs, docs]),
+                np.concatenate([rows.half, half]),
+                np.concatenate([rows.codes, _codes(half, rows.center)]),
+                rows.center,
+                None if rows.full is None else np.concatenate([rows.full, half.astype(np.float32)]),
+            )
+        self._rows = self._with_mode(rows)
+
+    def _with_mode(self, rows: _Rows) -> _Rows:
+        """Exact search keeps a float32 copy of the rows; quantized search does not."""
+        exact = len(rows.ids) <= self.config.exact_max
+        if exact and rows.full is None:
+            rows.full = np.ascontiguousarray(rows.half, dtype=np.float32)
+        elif not exact:
+            rows.full = None
+        return rows
+
+    # the cache file
+
+    def _read_cache(self) -> bool:
+        if self.cache is None or not self.cache.exists():
+            return False
+        try:
+            with np.load(self.cache, allow_pickle=False) as data:
+                same = (
+                    str(data["model"]) == self.embedder.model_id
+                    and str(data["store"]) == self.store.identity()
+                    and int(data["seq"]) <= self.store.latest_chunk_change()
+                    and data["half"].shape[1:] == (self.embedder.dim,)
+                )
+                if not same:
+                    log.info("ignoring the stale vector cache %s", self.cache)
+                    return False
+                rows = _Rows(data["ids"], data["docs"], data["half"], data["codes"], data["center"])
+                self._seq = int(data["seq"])
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("ignoring the unreadable vector cache %s: %s", self.cache, exc)
+            return False
+        self._rows = self._with_mode(rows)
+        self._unsaved = 0
+        log.info(
+            "read %d vectors for %s from %s", len(rows.ids), self.embedder.model_id, self.cache
+        )
+        return True
+
+    def _save(self) -> None:
+        if self.cache is None:
+            self._unsaved = 0
+            return
+        rows = self._rows
+        if len(rows.ids) and self._unsaved >= len(rows.ids) // 2:
+            # much has changed: re-centre the codes on the current vectors
+            center = _center_of(rows.half)
+            rows = replace(rows, codes=_codes(rows.half, center), center=center)
+            self._rows = rows
+        partial = self.cache.with_name(self.cache.name + f".{os.getpid()}.part")
+        try:
+            with partial.open("wb") as out:
+                np.savez(
+                    out,
+                    model=np.array(self.embedder.model_id),
+                    store=np.array(self.store.identity()),
+                    seq=np.array(self._seq, dtype=np.int64),
+                    center=rows.center,
+                    ids=rows.ids,
+                    docs=rows.docs,
+                    half=rows.half,
+                    codes=rows.codes,
+                )
+            os.replace(partial, self.cache)
+            self._unsaved = 0
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            log.warning("could not write the vector cache %s: %s", self.cache, exc)
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, NDArray[np.float32]]:
+        rows = self._rows
         wanted = np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids))
-        rows = np.flatnonzero(np.isin(self._ids, wanted))
-        return {int(self._ids[r]): self._matrix[r] for r in rows}
+        found = np.flatnonzero(np.isin(rows.ids, wanted))
+        return {int(rows.ids[r]): rows.half[r].astype(np.float32) for r in found}
 
     # searching
 
@@ -115,27 +258,95 @@ class VectorIndex:
         best_per_document: bool = False,
     ) -> list[Scored]:
         self.sync()
-        ids, docs, matrix = self._ids, self._docs, self._matrix
-        if allowed is not None:
-            mask = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-            ids, docs, matrix = ids[mask], docs[mask], matrix[mask]
-        if len(ids) == 0 or k <= 0:
+        rows = self._rows
+        if len(rows.ids) == 0 or k <= 0:
             return []
-        scores = matrix @ query.astype(np.float32)
-        order = _top(scores, ids, len(ids) if best_per_document else k)
-        if best_per_document:
-            _, first = np.unique(docs[order], return_index=True)
-            order = order[np.sort(first)][:k]
-        keep = [i for i in order if scores[i] > 0]
-        if best_per_document:
-            return [Scored(int(ids[i]), float(scores[i]), int(docs[i])) for i in keep]
-        return [Scored(int(ids[i]), float(scores[i])) for i in keep]
+        query = query.astype(np.float32)
+        positions = None  # every row
+        if allowed is not None:
+            wanted = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
+            positions = np.flatnonzero(np.isin(rows.ids, wanted))
+        if rows.full is None:  # quantized: rescore the nearest codes
+            codes = rows.codes if positions is None else rows.codes[positions]
+            near = self._nearest(codes, rows.center, query)
+            positions = near if positions is None else positions[near]
+        return _ranked(rows, positions, _scores(rows, positions, query), k, best_per_document)
+
+    def _nearest(
+        self, codes: NDArray[np.uint64], center: NDArray[np.float32], query: NDArray[np.float32]
+    ) -> NDArray[np.intp]:
+        """Positions in `codes` of the `candidates` codes nearest to the query's."""
+        if len(codes) <= self.config.candidates:
+            return np.arange(len(codes))
+        mine = _codes(query[None, :], center)[0]
+        bits = np.bitwise_count(codes ^ mine)
+        distance = bits[:, 0].astype(np.int32)
+        for word in range(1, bits.shape[1]):
+            distance += bits[:, word]
+        return np.argpartition(distance, self.config.candidates - 1)[: self.config.candidates]
+
+
+def _ranked(
+    rows: _Rows,
+    positions: NDArray[np.intp] | None,
+    scores: NDArray[np.float32],
+    k: int,
+    best_per_document: bool,
+) -> list[Scored]:
+    ids, docs = rows.ids, rows.docs
+    if positions is not None:
+        ids, docs = ids[positions], docs[positions]
+    order = _top(scores, ids, len(ids) if best_per_document else k)
+    if best_per_document:
+        _, first = np.unique(docs[order], return_index=True)
+        order = order[np.sort(first)][:k]
+    keep = [i for i in order if scores[i] > 0]
+    if best_per_document:
+        return [Scored(int(ids[i]), float(scores[i]), int(docs[i])) for i in keep]
+    return [Scored(int(ids[i]), float(scores[i])) for i in keep]
+
+
+def _scores(
+    rows: _Rows, positions: NDArray[np.intp] | None, query: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    scores: NDArray[np.float32]
+    if positions is None:
+        assert rows.full is not None
+        scores = rows.full @ query
+    elif rows.full is not None:
+        scores = rows.full[positions] @ query
+    else:
+        scores = rows.half[positions].astype(np.float32) @ query
+    return scores
 
 
 def _top(scores: NDArray[np.float32], ids: NDArray[np.int64], k: int) -> NDArray[np.intp]:
     """Indices of the k best scores, best first; ties broken by lower chunk id."""
     part = np.arange(len(scores)) if k >= len(scores) else np.argpartition(-scores, k - 1)[:k]
     return part[np.lexsort((ids[part], -scores[part]))]
+
+
+def _words(dim: int) -> int:
+    return (dim + 63) // 64
+
+
+def _codes(matrix: NDArray[np.floating], center: NDArray[np.float32]) -> NDArray[np.uint64]:
+    """The sign bits of (row - center), packed into 64-bit words (zero-padded)."""
+    bits = np.packbits(np.asarray(matrix, dtype=np.float32) > center, axis=1)
+    width = _words(matrix.shape[1]) * 8
+    if bits.shape[1] < width:
+        bits = np.pad(bits, ((0, 0), (0, width - bits.shape[1])))
+    return np.ascontiguousarray(bits).view(np.uint64)
+
+
+def _center_of(matrix: NDArray[np.floating]) -> NDArray[np.float32]:
+    """The mean vector. The edge model's vectors share one strong direction (the mean of
+    SciFact's has norm 0.97), so signs taken around zero say little; around the mean they
+    keep 0.99 of the exact top 10 with 1,000 candidates (docs/design/retrieval.md)."""
+    if len(matrix) == 0:
+        return np.zeros(matrix.shape[1], np.float32)
+    center: NDArray[np.float32] = np.asarray(matrix).mean(axis=0, dtype=np.float32)
+    return center
 
 
 class VectorWriter:

@@ -30,6 +30,10 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    def identity(self) -> str:
+        """A random id the store got when it was created (caches beside it check it)."""
+        ...
+
     # documents
     def get_document(self, document_id: int) -> Document:
         """The document with this id, retired or not. Raises NotFound."""

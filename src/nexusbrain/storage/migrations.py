@@ -79,6 +79,15 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (2, GRAPH_MIGRATION),
     (3, VECTORS_MIGRATION),
     (4, VECTORS_ROWID_MIGRATION),
+    (
+        5,
+        # a random id, so that files kept beside the database (the vector cache) can tell
+        # it from another database later created at the same path
+        """
+        CREATE TABLE store_identity (id TEXT NOT NULL);
+        INSERT INTO store_identity VALUES (lower(hex(randomblob(16))));
+        """,
+    ),
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)

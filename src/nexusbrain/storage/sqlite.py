@@ -170,6 +170,9 @@ class SQLiteStore:
         row = self.connection().execute("SELECT max(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
 
+    def identity(self) -> str:
+        return str(self.connection().execute("SELECT id FROM store_identity").fetchone()[0])
+
     # documents
 
     def get_document(self, document_id: int) -> Document:

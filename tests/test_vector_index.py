@@ -1,0 +1,119 @@
+"""The vector index on a real SQLite brain: exact and quantized search, and its cache file."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nexusbrain.brain import Brain, index_cache_path
+from nexusbrain.config import Settings
+from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.retrieval.vectors import IndexConfig, VectorIndex
+
+WORDS = (
+    "tomato garden water summer deploy service vault key backup bucket river stone cloud"
+    " engine piano violin orbit comet harbor ship bridge tunnel forest maple cedar lantern"
+).split()
+
+
+def fill(brain: Brain, count: int, start: int = 0) -> list[str]:
+    rng = np.random.default_rng(7)
+    texts = []
+    for i in range(start, start + count):
+        words = " ".join(rng.choice(WORDS, size=8))
+        texts.append(f"# Note {i}\n\n{words} item{i}")
+        brain.ingest_markdown(texts[-1], uri=f"n/{i}.md")
+    return texts
+
+
+def open_brain(path: Path) -> Brain:
+    return Brain(Settings(db_path=path, embedder=Profile.HASHING))
+
+
+def ranking(index: VectorIndex, query: np.ndarray, k: int = 10) -> list[int]:
+    return [s.chunk_id for s in index.search(query, k)]
+
+
+def test_quantized_search_finds_what_exact_search_finds(tmp_path: Path) -> None:
+    with open_brain(tmp_path / "b.db") as brain:
+        texts = fill(brain, 300)
+        assert brain.index is not None and brain.embedder is not None
+        exact = brain.index
+        wide = VectorIndex(brain.store, brain.embedder, config=IndexConfig(exact_max=0))
+        narrow = VectorIndex(
+            brain.store, brain.embedder, config=IndexConfig(exact_max=0, candidates=60)
+        )
+        queries = brain.embedder.encode(texts[::10])
+        for i, query in zip(range(0, 300, 10), queries, strict=True):
+            best = ranking(exact, query)
+            assert exact.quantized is False
+            # every row a candidate: the same ranking, from float16 rows
+            assert ranking(wide, query) == best
+            assert wide.quantized is True
+            # 60 candidates of 300: the note whose own text is the query still comes first
+            top = narrow.search(query, 1)[0]
+            assert top.chunk_id == best[0]
+            assert brain.store.fetch_chunks([top.chunk_id])[top.chunk_id][0].text == texts[i]
+        # filters restrict the candidates too
+        allowed = set(best[:3])
+        assert {s.chunk_id for s in narrow.search(queries[-1], 10, allowed=allowed)} == allowed
+
+
+def test_a_restart_reads_the_cache_file_and_applies_later_changes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "b.db"
+    with open_brain(path) as brain:
+        fill(brain, 50)
+        brain.refresh_index()
+        assert brain.embedder is not None
+        cache = index_cache_path(path, brain.embedder.model_id)
+        assert cache is not None and cache.exists()
+        before = brain.search("item7 garden")[0]
+    with open_brain(path) as writer:  # a writer that never searches: the cache goes stale
+        fill(writer, 5, start=50)
+        writer.delete_document(before.document_id)
+    caplog.set_level(logging.INFO, logger="nexusbrain.retrieval.vectors")
+    with open_brain(path) as brain:
+        hits = brain.search("item52 garden")
+        assert "read 50 vectors" in caplog.text and "from the store" not in caplog.text
+        assert hits[0].uri == "n/52.md"
+        assert "dense" in {r.retriever for r in hits[0].trace.retrievers}
+        assert brain.index is not None and len(brain.index) == 54
+        assert all(h.uri != before.uri for h in brain.search("item7 garden", k=50))
+
+
+def test_a_cache_from_another_database_at_the_same_path_is_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "b.db"
+    with open_brain(path) as brain:
+        fill(brain, 40)
+        brain.refresh_index()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    caplog.set_level(logging.INFO, logger="nexusbrain.retrieval.vectors")
+    with open_brain(path) as brain:  # a new database, the old cache file still beside it
+        brain.ingest_markdown("# Bees\n\nThe beehive needs a new queen.", uri="bees.md")
+        hits = brain.search("beehive queen")
+        assert "ignoring the stale vector cache" in caplog.text
+        assert [h.uri for h in hits] == ["bees.md"]
+        assert brain.index is not None and len(brain.index) == 1
+
+
+def test_an_unreadable_cache_file_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "b.db"
+    with open_brain(path) as brain:
+        fill(brain, 10)
+        brain.search("garden")  # loads the index, which is written on close
+        assert brain.embedder is not None
+        cache = index_cache_path(path, brain.embedder.model_id)
+    assert cache is not None and cache.exists()
+    cache.write_bytes(b"not a cache")
+    with open_brain(path) as brain:
+        assert brain.search("item3 garden")[0].uri == "n/3.md"
+    with np.load(cache) as data:  # rewritten whole on close
+        assert len(data["ids"]) == 10
