@@ -110,6 +110,36 @@ def test_a_new_model_embeds_what_it_lacks_with_progress(tmp_path: Path) -> None:
     brain.close()
 
 
+def test_chunks_written_without_vectors_after_a_complete_check_are_still_found(
+    tmp_path: Path,
+) -> None:
+    brain, embedder = counting_brain(tmp_path / "b.db")
+    seed(brain)
+    assert brain.embed_missing() == 0  # complete: remembered for the next check
+    with Brain(Settings(db_path=tmp_path / "b.db", embedder=Profile.NONE)) as lexical_only:
+        lexical_only.ingest_markdown("# Bees\n\nThe hive needs a new queen.", uri="home/bees.md")
+    assert brain.embed_missing() == 1
+    assert embedder.encoded[-1].endswith("The hive needs a new queen.")
+    assert brain.embed_missing() == 0
+    brain.close()
+
+
+def test_imported_chunks_are_embedded_after_a_complete_check(tmp_path: Path) -> None:
+    with Brain(Settings(db_path=tmp_path / "a.db", embedder=Profile.NONE)) as source:
+        seed(source)  # ids taken in the target too: these are skipped
+        source.ingest_markdown("# Bees\n\nThe hive needs a new queen.", uri="home/bees.md")
+        records = list(source.export())
+    brain, embedder = counting_brain(tmp_path / "b.db")
+    seed(brain)
+    assert brain.embed_missing() == 0
+    assert brain.import_records(records).documents == 1
+    assert embedder.encoded[-1].endswith("The hive needs a new queen.")
+    assert brain.embed_missing() == 0
+    hit = brain.search("beehive queen")[0]
+    assert hit.uri == "home/bees.md" and "dense" in {r.retriever for r in hit.trace.retrievers}
+    brain.close()
+
+
 def test_the_index_sees_writes_from_another_brain_on_the_same_file(tmp_path: Path) -> None:
     settings = Settings(db_path=tmp_path / "b.db", embedder=Profile.HASHING)
     with Brain(settings) as server, Brain(settings) as cli:

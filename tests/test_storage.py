@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -164,3 +164,41 @@ def test_load_vectors_joins_chunks_with_their_model_s_vectors(
     found = sorted(zip(ids.tolist(), docs.tolist(), matrix[:, 1].tolist(), strict=True))
     assert found == [(ids_of["three"], a.document_id, 5), (b_one, b.document_id, 3)]
     assert [len(x) for x in store.load_vectors("nobody", 4)] == [0, 0, 0]
+
+
+def sqlite_steps(store: SQLiteStore, call: Callable[[], object]) -> int:
+    """SQLite virtual machine steps (in thousands) that `call` runs on this thread's connection:
+    a measure of work that does not depend on the machine's speed."""
+    steps = [0]
+
+    def tick() -> int:
+        steps[0] += 1
+        return 0
+
+    store.connection().set_progress_handler(tick, 1000)
+    try:
+        call()
+    finally:
+        store.connection().set_progress_handler(None, 0)
+    return steps[0]
+
+
+def test_the_missing_vector_check_looks_only_at_chunks_changed_since_it_was_complete(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "b.db")
+    for i in range(300):
+        texts = [f"note {i} part {j}" for j in range(5)]
+        chunks = [hashed(t, j) for j, t in enumerate(texts)]
+        store.write_document(draft(f"{i}.md"), chunks, NOW, vector_batch("m", texts))
+    full = sqlite_steps(store, lambda: store.count_missing_vectors("m"))
+    assert store.count_missing_vectors("m") == 0
+    store.write_document(draft("new.md"), [hashed("fresh")], NOW)  # no vector
+    assert store.count_missing_vectors("m") == 1
+    assert [row[1] for row in store.chunks_missing_vectors("m", 10)] == ["fresh"]
+    after_change = sqlite_steps(store, lambda: store.count_missing_vectors("m"))
+    assert after_change * 20 < full
+    store.store_vectors(vector_batch("m", ["fresh"]), {})
+    assert store.count_missing_vectors("m") == 0
+    assert store.chunks_missing_vectors("m", 10) == []
+    assert store.count_missing_vectors("another model") == 1501  # never checked: every chunk

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nexusbrain.storage.graph_sqlite import MIGRATION as GRAPH_MIGRATION
+from nexusbrain.storage.vectors_sqlite import COVERAGE_MIGRATION as VECTORS_COVERAGE_MIGRATION
 from nexusbrain.storage.vectors_sqlite import MIGRATION as VECTORS_MIGRATION
 from nexusbrain.storage.vectors_sqlite import ROWID_MIGRATION as VECTORS_ROWID_MIGRATION
 
@@ -79,6 +80,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (2, GRAPH_MIGRATION),
     (3, VECTORS_MIGRATION),
     (4, VECTORS_ROWID_MIGRATION),
+    (6, VECTORS_COVERAGE_MIGRATION),
     (
         5,
         # a random id, so that files kept beside the database (the vector cache) can tell

@@ -508,10 +508,27 @@ class SQLiteStore:
     def chunks_missing_vectors(
         self, model: str, limit: int
     ) -> list[tuple[int, str, Sequence[str], str]]:
-        return vector_sql.missing_vectors(self.connection(), model, limit)
+        conn = self.connection()
+        latest, since = vector_sql.latest_change(conn), vector_sql.covered_until(conn, model)
+        rows = vector_sql.missing_vectors(conn, model, limit, since)
+        if not rows:
+            self._mark_covered(model, latest, since)
+        return rows
 
     def count_missing_vectors(self, model: str) -> int:
-        return vector_sql.count_missing(self.connection(), model)
+        """Only chunks changed since the model's vectors were last found complete are looked
+        at (every chunk, the first time), so that the check after each ingest stays cheap."""
+        conn = self.connection()
+        latest, since = vector_sql.latest_change(conn), vector_sql.covered_until(conn, model)
+        missing = vector_sql.count_missing(conn, model, since)
+        if not missing:
+            self._mark_covered(model, latest, since)
+        return missing
+
+    def _mark_covered(self, model: str, latest: int, since: int | None) -> None:
+        if since is None or latest > since:
+            with self.transaction() as conn:
+                vector_sql.mark_covered(conn, model, latest)
 
     def store_vectors(self, vectors: VectorBatch, hashes: Mapping[int, str]) -> None:
         """Vectors for existing chunks (after a model change), with the chunks' text hashes."""

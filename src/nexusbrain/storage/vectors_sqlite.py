@@ -174,16 +174,55 @@ def _grown(array: NDArray[Any], size: int) -> NDArray[Any]:
     return out
 
 
+# Migration 6: `seq` is a chunk change seq up to which every live chunk had a vector for
+# `model`. Chunks changed after it are the only ones that can lack one, because every insert
+# and re-hash of a chunk is logged in chunk_changes and vectors are never deleted.
+COVERAGE_MIGRATION = """
+CREATE TABLE vector_coverage (
+    model TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+);
+"""
+
+
+def covered_until(conn: sqlite3.Connection, model: str) -> int | None:
+    row = conn.execute("SELECT seq FROM vector_coverage WHERE model = ?", (model,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def mark_covered(conn: sqlite3.Connection, model: str, seq: int) -> None:
+    """Record that no chunk changed up to `seq` lacks a vector for `model`. Read `seq` before
+    looking for missing vectors, so that changes made meanwhile stay after it."""
+    conn.execute(
+        "INSERT INTO vector_coverage (model, seq) VALUES (?, ?)"
+        " ON CONFLICT (model) DO UPDATE SET seq = max(seq, excluded.seq)",
+        (model, seq),
+    )
+
+
+def _missing_sql(since: int | None) -> str:
+    """Chunks without a vector for the model (the first parameter); with `since`, only among
+    the chunks changed after that seq (the second parameter)."""
+    changed = (
+        "" if since is None else "c.id IN (SELECT chunk_id FROM chunk_changes WHERE seq > ?) AND "
+    )
+    return (
+        f" FROM chunks c WHERE {changed}(c.text_hash IS NULL OR NOT EXISTS"
+        " (SELECT 1 FROM vectors v WHERE v.model = ? AND v.text_hash = c.text_hash))"
+    )
+
+
 def missing_vectors(
-    conn: sqlite3.Connection, model: str, limit: int
+    conn: sqlite3.Connection, model: str, limit: int, since: int | None = None
 ) -> list[tuple[int, str, Sequence[str], str]]:
-    """Live chunks without a vector for `model`: (chunk id, text, heading path, context)."""
+    """Live chunks without a vector for `model`: (chunk id, text, heading path, context).
+    With `since` (from `covered_until`), only chunks changed after it are looked at."""
+    params = (model,) if since is None else (since, model)
     rows = conn.execute(
-        "SELECT c.id, c.text, c.heading, c.context FROM chunks c"
-        " WHERE c.text_hash IS NULL OR NOT EXISTS"
-        " (SELECT 1 FROM vectors v WHERE v.model = ? AND v.text_hash = c.text_hash)"
-        " ORDER BY c.id LIMIT ?",
-        (model, limit),
+        "SELECT c.id, c.text, c.heading, c.context"
+        + _missing_sql(since)
+        + " ORDER BY c.id LIMIT ?",
+        (*params, limit),
     ).fetchall()
     return [(r[0], r[1], r[2].split("\x1f") if r[2] else [], r[3]) for r in rows]
 
@@ -194,11 +233,6 @@ def set_hashes(conn: sqlite3.Connection, hashes: Mapping[int, str]) -> None:
     )
 
 
-def count_missing(conn: sqlite3.Connection, model: str) -> int:
-    return int(
-        conn.execute(
-            "SELECT count(*) FROM chunks c WHERE c.text_hash IS NULL OR NOT EXISTS"
-            " (SELECT 1 FROM vectors v WHERE v.model = ? AND v.text_hash = c.text_hash)",
-            (model,),
-        ).fetchone()[0]
-    )
+def count_missing(conn: sqlite3.Connection, model: str, since: int | None = None) -> int:
+    params = (model,) if since is None else (since, model)
+    return int(conn.execute("SELECT count(*)" + _missing_sql(since), params).fetchone()[0])
