@@ -80,7 +80,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (2, GRAPH_MIGRATION),
     (3, VECTORS_MIGRATION),
     (4, VECTORS_ROWID_MIGRATION),
-    (6, VECTORS_COVERAGE_MIGRATION),
     (
         5,
         # a random id, so that files kept beside the database (the vector cache) can tell
@@ -90,6 +89,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         INSERT INTO store_identity VALUES (lower(hex(randomblob(16))));
         """,
     ),
+    (6, VECTORS_COVERAGE_MIGRATION),
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)
