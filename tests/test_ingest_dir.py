@@ -119,6 +119,20 @@ def test_bad_files_are_named_with_their_reason_and_the_rest_ingests(
     assert all("secret" not in h.text for h in brain.search("secret outside"))
 
 
+def test_links_inside_the_root_are_followed_once(brain: Brain, vault: Path) -> None:
+    write(vault / "deep" / "er" / "note.md", "# Note\n\nA note two folders down.")
+    os.symlink(vault / "deep", vault / "sub" / "shortcut")
+    os.symlink(vault / "deep" / "er" / "note.md", vault / "alias.md")
+    os.symlink(vault / "deep", vault / "deep" / "er" / "up")  # a loop, met through the link too
+    report = brain.ingest_dir(vault)
+    uris = {Path(d).relative_to(vault).as_posix() for d in brain.store.revisions_under("")}
+    assert {"deep/er/note.md", "sub/shortcut/er/note.md", "alias.md"} <= uris
+    assert not any("/up/" in uri for uri in uris)
+    loops = sorted(Path(p.path).relative_to(vault).as_posix() for p in report.errors)
+    assert loops == ["deep/er/up", "sub/shortcut/er/up"]
+    assert all("symlink loop" in p.reason for p in report.errors)
+
+
 def test_a_file_that_turns_bad_keeps_its_last_good_version(brain: Brain, vault: Path) -> None:
     brain.ingest_dir(vault)
     write(vault / "deploy.md", b"\xff\xfe broken")

@@ -42,29 +42,51 @@ def scan(root: str | Path) -> Scan:
     base = resolve_root(root)
     files: list[Path] = []
     problems: list[FileProblem] = []
-    stack: list[tuple[Path, frozenset[Path]]] = [(base, frozenset({base}))]
+    stack: list[_Folder] = [_Folder(base, base, frozenset({base}))]
     while stack:
-        folder, ancestors = stack.pop()
+        folder = stack.pop()
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+            entries = sorted(os.scandir(folder.path), key=lambda e: e.name, reverse=True)
         except OSError as exc:
-            problems.append(FileProblem(str(folder), f"cannot list folder: {exc.strerror}"))
+            problems.append(FileProblem(str(folder.path), f"cannot list folder: {exc.strerror}"))
             continue
         for entry in entries:
             if entry.name.startswith("."):
                 continue
-            _visit(Path(entry.path), base, ancestors, stack, files, problems)
+            if entry.is_symlink():
+                _follow(Path(entry.path), base, folder.ancestors, stack, files, problems)
+            elif entry.is_dir(follow_symlinks=False):
+                real = folder.real / entry.name
+                stack.append(_Folder(Path(entry.path), real, folder.ancestors | {real}))
+            elif entry.is_file(follow_symlinks=False) and _wanted(entry.name):
+                files.append(Path(entry.path))
     return Scan(base, tuple(sorted(files)), tuple(problems))
 
 
-def _visit(
+@dataclass(frozen=True, slots=True)
+class _Folder:
+    """A folder to list: its path under the root as walked, its real path (which stays under
+    the root), and the real paths of the folders above it (to spot symlink loops)."""
+
+    path: Path
+    real: Path
+    ancestors: frozenset[Path]
+
+
+def _wanted(name: str) -> bool:
+    return os.path.splitext(name)[1].lower() in SUFFIXES
+
+
+def _follow(
     path: Path,
     base: Path,
     ancestors: frozenset[Path],
-    stack: list[tuple[Path, frozenset[Path]]],
+    stack: list[_Folder],
     files: list[Path],
     problems: list[FileProblem],
 ) -> None:
+    """A symbolic link: followed only while it stays inside the root and is not a loop.
+    (Entries that are not links need no resolving: their real path is their folder's.)"""
     try:
         real = path.resolve(strict=True)
     except (OSError, RuntimeError) as exc:
@@ -77,8 +99,8 @@ def _visit(
         if real in ancestors:
             problems.append(FileProblem(str(path), f"symlink loop (back to {real})"))
         else:
-            stack.append((path, ancestors | {real}))
-    elif real.is_file() and path.suffix.lower() in SUFFIXES:
+            stack.append(_Folder(path, real, ancestors | {real}))
+    elif real.is_file() and _wanted(path.name):
         files.append(path)
 
 
