@@ -31,13 +31,12 @@ from nexusbrain.records import SearchFilters, SearchMode
 from nexusbrain.retrieval.modes import PRESETS, PRFConfig, SearchConfig
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "bm25": {"dense": False, "prf": False},
-    "bm25+prf": {"dense": False},
-    "dense": {"weights": {"dense": 1.0, "bm25": 0.0}, "prf": False},
-    "hybrid": {"prf": False},
-    "hybrid d0.5": {"prf": False, "weights": {"bm25": 1.0, "dense": 0.5}},
-    "balanced": {},
-    "balanced prf-lex-only": {"weights": {"bm25": 1.0, "dense": 1.0, "bm25_prf": 0.5}},
+    "bm25": {"dense": False},
+    "dense": {"weights": {"dense": 1.0, "bm25": 0.0}},
+    "rrf k2 d0.3 (conservative)": {"fusion": "rrf"},
+    "zscore d0.3 (balanced)": {},
+    "zscore d0.3 + rocchio (tokenmax)": {"prf": True},
+    "zscore + rocchio + rm3 5 terms": {"prf": True, "prf_config": {"expansion_terms": 5}},
 }
 
 

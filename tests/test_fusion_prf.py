@@ -1,4 +1,4 @@
-"""Pure math of the hybrid pipeline: RRF fusion, RM3 terms and the Rocchio vector."""
+"""Pure math of the hybrid pipeline: RRF and z-score fusion, RM3 terms and the Rocchio vector."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nexusbrain.retrieval.fusion import rrf
+from nexusbrain.retrieval.fusion import rrf, zscore
 from nexusbrain.retrieval.prf import rm3_terms, rocchio
 
 
@@ -56,6 +56,61 @@ def test_rrf_scores_exactly_the_ids_in_some_list(lists) -> None:  # type: ignore
     scores = [f.score for f in fused]
     assert scores == sorted(scores, reverse=True)
     assert all(s > 0 for s in scores)
+
+
+def test_zscore_matches_a_hand_computed_table() -> None:
+    # bm25 scores 6, 4, 2 (ids 1, 2, 3): mean 4, std sqrt(8/3) = 1.63299
+    # dense scores 0.9, 0.5 (ids 3, 4): mean 0.7, std 0.2; id 1 scored 0.8 outside the list,
+    # id 2 has no dense score: it takes the list's lowest, 0.5
+    fused = zscore(
+        {"bm25": [(1, 6.0), (2, 4.0), (3, 2.0)], "dense": [(3, 0.9), (4, 0.5)]},
+        {"bm25": 1.0, "dense": 0.5},
+        {"dense": {1: 0.8}},
+    )
+    std = (8 / 3) ** 0.5
+    expected = {
+        1: 2 / std + 0.5 * (0.8 - 0.7) / 0.2,
+        2: 0.0 + 0.5 * (0.5 - 0.7) / 0.2,
+        3: -2 / std + 0.5 * (0.9 - 0.7) / 0.2,
+        4: -2 / std + 0.5 * (0.5 - 0.7) / 0.2,  # no bm25 score: bm25's lowest
+    }
+    assert [f.chunk_id for f in fused] == sorted(expected, key=lambda i: -expected[i])
+    for f in fused:
+        assert f.score == pytest.approx(expected[f.chunk_id])
+    one = next(f for f in fused if f.chunk_id == 1)
+    assert [(c.retriever, c.rank) for c in one.contributions] == [("bm25", 1), ("dense", None)]
+    assert one.contributions[1].z == pytest.approx(0.5)
+
+
+def test_zscore_of_a_list_of_equal_scores_is_zero() -> None:
+    fused = zscore({"x": [(1, 3.0), (2, 3.0)]})
+    assert [(f.chunk_id, f.score) for f in fused] == [(1, 0.0), (2, 0.0)]
+
+
+scored_strategy = st.dictionaries(
+    st.sampled_from(["bm25", "dense", "bm25_prf", "dense_prf"]),
+    st.lists(
+        st.tuples(st.integers(0, 30), st.floats(-5, 5, allow_nan=False)),
+        max_size=15,
+        unique_by=lambda pair: pair[0],
+    ),
+    max_size=4,
+)
+
+
+@given(scored_strategy, st.randoms(use_true_random=False))
+def test_zscore_does_not_depend_on_the_order_of_the_lists(lists, rnd) -> None:  # type: ignore[no-untyped-def]
+    names = list(lists)
+    rnd.shuffle(names)
+    assert zscore(lists) == zscore({name: lists[name] for name in names})
+
+
+@given(scored_strategy)
+def test_zscore_scores_exactly_the_ids_in_some_list(lists) -> None:  # type: ignore[no-untyped-def]
+    fused = zscore(lists)
+    assert {f.chunk_id for f in fused} == {i for pairs in lists.values() for i, _ in pairs}
+    scores = [f.score for f in fused]
+    assert scores == sorted(scores, reverse=True)
 
 
 def test_rm3_ranks_feedback_words_by_relevance_model() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +14,9 @@ from nexusbrain.config import Settings
 from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.hashing import HashingEmbedder
 from nexusbrain.embeddings.profiles import Profile, load_embedder
-from nexusbrain.records import SearchMode
+from nexusbrain.records import SearchFilters, SearchMode
 from nexusbrain.retrieval.filters import make_filters
-from nexusbrain.retrieval.modes import PRESETS
+from nexusbrain.retrieval.modes import PRESETS, PRFConfig, preset
 
 DOCS = {
     "ops/deploy.md": "# Deploy\n\nThe deploy failed because the API key expired.\n\n"
@@ -63,22 +64,36 @@ def test_every_hit_explains_its_fused_rank(brain: Brain) -> None:
     names = {r.retriever for r in top.trace.retrievers}
     assert {"bm25", "dense"} <= names
     assert top.trace.fused_rank == 1
+    assert top.trace.fusion_method == "zscore"
     assert top.score == pytest.approx(sum(c.contribution for c in top.trace.fusion))
     for c in top.trace.fusion:
-        k = PRESETS[SearchMode.BALANCED].rrf_k
-        assert c.contribution == pytest.approx(c.weight / (k + c.rank))
+        assert c.z is not None
+        assert c.contribution == pytest.approx(c.weight * c.z)
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    strict = brain.search("why did the deploy fail", k=3, mode="conservative")[0]
+    assert strict.trace.fusion_method == "rrf"
+    for c in strict.trace.fusion:
+        assert c.rank is not None
+        k = PRESETS[SearchMode.CONSERVATIVE].rrf_k
+        assert c.contribution == pytest.approx(c.weight / (k + c.rank))
 
 
-def test_balanced_uses_prf_and_conservative_does_not(brain: Brain) -> None:
+def test_tokenmax_adds_prf_lists_and_the_others_do_not(brain: Brain) -> None:
     seed(brain)
-    balanced = brain.search("deploy failure", mode="balanced")[0]
-    assert balanced.trace.prf_terms
-    assert "bm25_prf" in {r.retriever for r in balanced.trace.retrievers}
+    wide = brain.search("deploy failure", mode="tokenmax")[0]
+    assert "dense_prf" in {r.retriever for r in wide.trace.retrievers}
+    for mode in ("balanced", "conservative"):
+        found = brain.search("deploy failure", mode=mode)
+        assert found and {r.retriever for r in found[0].trace.retrievers} <= {"bm25", "dense"}
     strict = brain.search("deploy failure", mode="conservative")
-    assert strict and not strict[0].trace.prf_terms
     assert len(strict) <= 5
     assert all(h.score >= 0.5 * strict[0].score for h in strict)
+    rm3 = preset(
+        SearchMode.TOKENMAX, prf_config=replace(PRFConfig(), expansion_terms=5)
+    )  # RM3 terms on: a bm25_prf list, and the terms in the trace
+    expanded = brain.searcher.search("deploy failure", 5, SearchFilters(), rm3)[0]
+    assert expanded.trace.prf_terms
+    assert "bm25_prf" in {r.retriever for r in expanded.trace.retrievers}
 
 
 def test_unchanged_text_is_never_embedded_twice(tmp_path: Path) -> None:

@@ -154,12 +154,15 @@ class RetrieverScore:
 
 @dataclass(frozen=True, slots=True)
 class FusionContribution:
-    """One list's share of a fused score: weight / (k + rank)."""
+    """One list's share of a fused score. RRF: weight / (k + rank). Z-score fusion:
+    weight × z, where z is the item's score in that list standardised over the list (rank is
+    None when the item was scored for that list but is not among its results)."""
 
     retriever: str
     weight: float
-    rank: int
+    rank: int | None
     contribution: float
+    z: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +179,7 @@ class Trace:
 
     retrievers: tuple[RetrieverScore, ...]
     fusion: tuple[FusionContribution, ...] = ()
+    fusion_method: str = "rrf"  # or "zscore"
     fused_rank: int | None = None
     prf_terms: tuple[str, ...] = ()
     rerank: RerankChange | None = None

@@ -38,6 +38,7 @@ def trace(value: Trace) -> dict[str, Any]:
     out: dict[str, Any] = {"retrievers": [asdict(r) for r in value.retrievers]}
     if value.fusion:
         out["fusion"] = [asdict(f) for f in value.fusion]
+        out["fusion_method"] = value.fusion_method
         out["fused_rank"] = value.fused_rank
     if value.prf_terms:
         out["prf_terms"] = list(value.prf_terms)

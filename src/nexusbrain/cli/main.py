@@ -140,7 +140,7 @@ def mode_option(func: F) -> F:
         type=MODES,
         default=SearchMode.BALANCED.value,
         show_default=True,
-        help="conservative: few strict hits; balanced: hybrid + PRF; tokenmax: wide, with context.",
+        help="conservative: few strict hits; balanced: hybrid; tokenmax: wide, PRF, context.",
     )(func)
 
 

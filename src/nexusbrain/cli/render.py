@@ -11,7 +11,7 @@ import click
 
 from nexusbrain.brain import Recall
 from nexusbrain.ingest.directory import DirectoryReport
-from nexusbrain.records import Chunk, Document, Hit, Trace
+from nexusbrain.records import Chunk, Document, FusionContribution, Hit, Trace
 
 
 class Progress:
@@ -79,17 +79,24 @@ def hits(found: Sequence[Hit], *, explain: bool = False) -> None:
 
 def _trace(trace: Trace) -> str:
     lines = [f"     {r.retriever}: rank {r.rank}, score {r.score:.4f}" for r in trace.retrievers]
-    lines += [
-        f"     rrf {f.retriever}: {f.weight:g}/({round(f.weight / f.contribution) - f.rank}"
-        f"+{f.rank}) = {f.contribution:.5f}"
-        for f in trace.fusion
-    ]
+    lines += [_fusion_line(f, trace.fusion_method) for f in trace.fusion]
     if trace.prf_terms:
         lines.append(f"     prf terms: {', '.join(trace.prf_terms)}")
     if trace.rerank:
         r = trace.rerank
         lines.append(f"     rerank ({r.model}): {r.rank_before} -> {r.rank_after}, {r.score:.4f}")
     return "\n".join(lines)
+
+
+def _fusion_line(f: FusionContribution, method: str) -> str:
+    if method == "rrf" and f.rank is not None:
+        k = round(f.weight / f.contribution) - f.rank
+        return f"     rrf {f.retriever}: {f.weight:g}/({k}+{f.rank}) = {f.contribution:.5f}"
+    where = f"rank {f.rank}" if f.rank is not None else "not in its list, scored"
+    return (
+        f"     z {f.retriever}: {f.weight:g} × z {f.z or 0.0:+.3f} ({where})"
+        f" = {f.contribution:+.5f}"
+    )
 
 
 def recall(result: Recall) -> None:

@@ -1,4 +1,10 @@
-"""Reciprocal rank fusion (pure): score = Σ_i w_i / (k + rank_i), ranks from 1."""
+"""Fusion of ranked lists (pure).
+
+- Reciprocal rank fusion: score = Σ_i w_i / (k + rank_i), ranks from 1.
+- Z-score fusion: score = Σ_i w_i · (s_i − mean_i) / std_i, each list's scores standardised
+  over that list's own results (a convex combination of normalised scores; unlike RRF it keeps
+  how far apart the scores are, which on the dev sets helped a weak dense list add to BM25
+  without reordering BM25's confident ranks, docs/tuning.md)."""
 
 from __future__ import annotations
 
@@ -44,5 +50,57 @@ def rrf(
         Fused(chunk_id, sum(c.contribution for c in contribs), tuple(contribs))
         for chunk_id, contribs in parts.items()
     ]
-    fused.sort(key=lambda f: (-f.score, min(c.rank for c in f.contributions), f.chunk_id))
+    return _sorted(fused)
+
+
+def zscore(
+    lists: Mapping[str, Sequence[tuple[int, float]]],
+    weights: Mapping[str, float] | None = None,
+    extra: Mapping[str, Mapping[int, float]] | None = None,
+) -> list[Fused]:
+    """Fuse lists of (id, score), higher scores better. A list's weight defaults to 1.
+
+    The candidates are the ids found in any list. Each list's scores are standardised with
+    the mean and standard deviation of that list's own scores (a list whose scores are all
+    equal gives z = 0). A candidate missing from a list takes its score for that list from
+    `extra[list][id]` when given (a dense list can score any chunk), else that list's lowest
+    score. The result does not depend on the order of the lists (contributions are summed in
+    list name order), ties are broken by the best rank any list gave, then by the lower id,
+    and an id in no list gets no score. Within one list only an id's first occurrence counts."""
+    firsts: dict[str, dict[int, tuple[int, float]]] = {}
+    for name in sorted(lists):
+        found: dict[int, tuple[int, float]] = {}
+        for position, (item, value) in enumerate(lists[name], start=1):
+            found.setdefault(item, (position, float(value)))
+        if found:
+            firsts[name] = found
+    candidates = sorted({item for found in firsts.values() for item in found})
+    parts: dict[int, list[FusionContribution]] = {item: [] for item in candidates}
+    for name, found in firsts.items():
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
+        scores = [value for _, value in found.values()]
+        mean = sum(scores) / len(scores)
+        std = (sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5
+        floor = min(scores)
+        known = (extra or {}).get(name, {})
+        for item in candidates:
+            rank: int | None = None
+            if item in found:
+                rank, score = found[item]
+            else:
+                score = known.get(item, floor)
+            z = (score - mean) / std if std > 0 else 0.0
+            parts[item].append(FusionContribution(name, weight, rank, weight * z, z))
+    fused = [
+        Fused(item, sum(c.contribution for c in contribs), tuple(contribs))
+        for item, contribs in parts.items()
+    ]
+    return _sorted(fused)
+
+
+def _sorted(fused: list[Fused]) -> list[Fused]:
+    def best_rank(f: Fused) -> int:
+        return min((c.rank for c in f.contributions if c.rank is not None), default=0)
+
+    fused.sort(key=lambda f: (-f.score, best_rank(f), f.chunk_id))
     return fused

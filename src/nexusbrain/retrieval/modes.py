@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Literal
 
 from nexusbrain.records import SearchMode
 
 
 @dataclass(frozen=True, slots=True)
 class PRFConfig:
-    feedback_docs: int = 8  # top fused chunks used as feedback
-    expansion_terms: int = 5  # RM3 terms added to the lexical query
+    feedback_docs: int = 3  # BM25's top chunks, used as feedback with equal weights
+    expansion_terms: int = 0  # RM3 terms added to the lexical query (0: no bm25_prf list)
     rocchio_alpha: float = 1.0
-    rocchio_beta: float = 0.5
+    rocchio_beta: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,11 +23,13 @@ class SearchConfig:
     k: int = 10  # hits returned when the caller does not say
     depth: int = 100  # candidates each retriever contributes to fusion
     dense: bool = True
-    prf: bool = True
-    # RRF's k is 60 in the literature and in `fusion.rrf`; with the edge model's dense list
-    # (nDCG@10 0.50 alone on SciFact train, against BM25's 0.70) k = 60 let the weaker list
-    # reorder BM25's confident top ranks and cost 0.05-0.08 nDCG@10. k = 2 with a dense weight
-    # of 0.3 was best on all three dev sets (docs/tuning.md).
+    fusion: Literal["rrf", "zscore"] = "zscore"
+    prf: bool = False
+    # With RRF: its k is 60 in the literature and in `fusion.rrf`; with the edge model's dense
+    # list (nDCG@10 0.50 alone on SciFact train, against BM25's 0.70) k = 60 let the weaker
+    # list reorder BM25's confident top ranks and cost 0.05-0.08 nDCG@10; k = 2 with a dense
+    # weight of 0.3 was best on all three dev sets. Z-score fusion with the same weights did
+    # better than either on all three (docs/tuning.md).
     rrf_k: int = 2
     weights: MappingProxyType[str, float] = field(
         default_factory=lambda: MappingProxyType(
@@ -43,10 +46,12 @@ class SearchConfig:
 PRESETS: MappingProxyType[SearchMode, SearchConfig] = MappingProxyType(
     {
         SearchMode.CONSERVATIVE: SearchConfig(
-            k=5, prf=False, min_relative_score=0.5, budget_tokens=1000
+            k=5, fusion="rrf", min_relative_score=0.5, budget_tokens=1000
         ),
         SearchMode.BALANCED: SearchConfig(),
-        SearchMode.TOKENMAX: SearchConfig(k=20, neighbours=1, graph=True, budget_tokens=6000),
+        SearchMode.TOKENMAX: SearchConfig(
+            k=20, prf=True, neighbours=1, graph=True, budget_tokens=6000
+        ),
     }
 )
 

@@ -1,9 +1,11 @@
-"""The hybrid search pipeline: BM25 and dense lists, optional PRF lists, RRF, explained hits.
+"""The hybrid search pipeline: BM25 and dense lists, optional PRF lists, fusion, explained hits.
 
-query ─┬─ bm25 ──────────┐
-       └─ dense ─────────┤── rrf ──(prf on)──> feedback chunks ─┬─ bm25 + RM3 terms ─┐
-                                                                └─ Rocchio vector ───┤
-       bm25, dense, bm25_prf, dense_prf ─────────────────────────────── rrf ──> hits
+query ─┬─ bm25 ─────────────────┬──(prf on)──> BM25's top chunks ─┬─ bm25 + RM3 terms ─┐
+       └─ dense (centred query) ┤                                 └─ Rocchio vector ───┤
+       bm25, dense, bm25_prf, dense_prf ───────────── z-score fusion or RRF ──> hits
+
+Z-score fusion scores every candidate in every dense list (a dense retriever can score any
+chunk), so a BM25 hit that the dense list did not rank still gets its dense evidence.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from nexusbrain.records import (
     SearchFilters,
     Trace,
 )
-from nexusbrain.retrieval.fusion import Fused, rrf
+from nexusbrain.retrieval.fusion import Fused, rrf, zscore
 from nexusbrain.retrieval.hits import build_hits
 from nexusbrain.retrieval.modes import SearchConfig
 from nexusbrain.retrieval.prf import rm3_terms, rocchio
@@ -64,7 +66,9 @@ class Searcher:
     ) -> list[Hit]:
         ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
         fused = _above_floor(ranked.fused, config.min_relative_score)[:k]
-        return build_hits(self.store, [_traced(f, i, ranked) for i, f in enumerate(fused, 1)])
+        method = config.fusion
+        traced = [_traced(f, i, ranked, method) for i, f in enumerate(fused, 1)]
+        return build_hits(self.store, traced)
 
     def rank(
         self,
@@ -82,27 +86,28 @@ class Searcher:
         lists: dict[str, list[Scored]] = {
             "bm25": self._bm25(terms, depth, filters, best_per_document)
         }
-        vector = None
+        probes: dict[str, np.ndarray] = {}  # the centred query vector of each dense list
         allowed = None
-        if config.dense and self.embedder is not None and self.index is not None:
-            vector = self.embedder.encode([query])[0]
+        index = self.index if config.dense and self.embedder is not None else None
+        if index is not None:
+            assert self.embedder is not None
+            probes["dense"] = index.centre(self.embedder.encode([query])[0])
             allowed = None if filters.is_empty() else self.store.chunk_ids_matching(filters)
-            lists["dense"] = self.index.search(
-                vector, depth, allowed=allowed, best_per_document=best_per_document
+            lists["dense"] = index.search(
+                probes["dense"], depth, allowed=allowed, best_per_document=best_per_document
             )
-        fused = _fuse(lists, config)
-        if not config.prf or not fused:
-            return Ranked(lists, fused, ())
-        feedback = fused[: config.prf_config.feedback_docs]
-        expansion = self._expansion_terms(feedback, terms, config)
-        if expansion:
-            lists["bm25_prf"] = self._bm25(terms + expansion, depth, filters, best_per_document)
-        if vector is not None and self.index is not None:
-            moved = self._rocchio(vector, feedback, config)
-            lists["dense_prf"] = self.index.search(
-                moved, depth, allowed=allowed, best_per_document=best_per_document
-            )
-        return Ranked(lists, _fuse(lists, config), tuple(expansion))
+        expansion: list[str] = []
+        feedback = lists["bm25"][: config.prf_config.feedback_docs] if config.prf else []
+        if feedback:
+            expansion = self._expansion_terms(feedback, terms, config)
+            if expansion:
+                lists["bm25_prf"] = self._bm25(terms + expansion, depth, filters, best_per_document)
+            if index is not None:
+                probes["dense_prf"] = self._rocchio(probes["dense"], feedback, config)
+                lists["dense_prf"] = index.search(
+                    probes["dense_prf"], depth, allowed=allowed, best_per_document=best_per_document
+                )
+        return Ranked(lists, self._fuse(lists, probes, config), tuple(expansion))
 
     def _bm25(
         self, terms: Sequence[str], depth: int, filters: SearchFilters, best: bool
@@ -114,46 +119,75 @@ class Searcher:
         )
 
     def _expansion_terms(
-        self, feedback: list[Fused], terms: list[str], config: SearchConfig
+        self, feedback: list[Scored], terms: list[str], config: SearchConfig
     ) -> list[str]:
+        if config.prf_config.expansion_terms <= 0:
+            return []
         found = self.store.fetch_chunks([f.chunk_id for f in feedback])
         texts = [found[f.chunk_id][0].text for f in feedback if f.chunk_id in found]
-        weights = [f.score for f in feedback if f.chunk_id in found]
-        chosen = rm3_terms(texts, weights, terms, config.prf_config.expansion_terms)
+        chosen = rm3_terms(texts, [1.0] * len(texts), terms, config.prf_config.expansion_terms)
         return [term for term, _ in chosen]
 
     def _rocchio(
-        self, vector: np.ndarray, feedback: list[Fused], config: SearchConfig
+        self, vector: np.ndarray, feedback: list[Scored], config: SearchConfig
     ) -> np.ndarray:
         assert self.index is not None
         rows = self.index.vectors_of([f.chunk_id for f in feedback])
-        weights = [f.score for f in feedback if f.chunk_id in rows]
         matrix = np.array([rows[f.chunk_id] for f in feedback if f.chunk_id in rows])
         prf = config.prf_config
-        return rocchio(vector, matrix, weights, prf.rocchio_alpha, prf.rocchio_beta)
+        return rocchio(vector, matrix, [1.0] * len(matrix), prf.rocchio_alpha, prf.rocchio_beta)
 
+    def _fuse(
+        self,
+        lists: Mapping[str, list[Scored]],
+        probes: Mapping[str, np.ndarray],
+        config: SearchConfig,
+    ) -> list[Fused]:
+        """RRF or z-score fusion over chunk ids; with best-per-document lists, over document
+        ids, so that a document found through different chunks by different retrievers gets
+        one fused score (shown through the chunk of its best list position)."""
+        per_document = _per_document(lists)
+        key = _doc if per_document else _chunk
+        if config.fusion == "rrf":
+            ids = {name: [key(s) for s in results] for name, results in lists.items()}
+            fused = rrf(ids, config.weights, config.rrf_k)
+        else:
+            scored = {name: [(key(s), s.score) for s in found] for name, found in lists.items()}
+            fused = zscore(scored, config.weights, self._dense_scores(lists, probes, per_document))
+        if not per_document:
+            return fused
+        shown: dict[int, tuple[int, str, int]] = {}  # document -> (rank, list name, chunk)
+        for name, results in lists.items():
+            for rank, item in enumerate(results, start=1):
+                best = shown.get(_doc(item))
+                if best is None or (rank, name) < best[:2]:
+                    shown[_doc(item)] = (rank, name, item.chunk_id)
+        return [replace(f, chunk_id=shown[f.chunk_id][2]) for f in fused]
 
-def _fuse(lists: Mapping[str, list[Scored]], config: SearchConfig) -> list[Fused]:
-    """RRF over chunk ids; with best-per-document lists, over document ids, so that a
-    document found through different chunks by different retrievers gets one fused score
-    (shown through the chunk of its best list position)."""
-    if not _per_document(lists):
-        ids = {name: [s.chunk_id for s in results] for name, results in lists.items()}
-        return rrf(ids, config.weights, config.rrf_k)
-    docs = {name: [_doc(s) for s in results] for name, results in lists.items()}
-    shown: dict[int, tuple[int, str, int]] = {}  # document -> (rank, list name, chunk)
-    for name, results in lists.items():
-        for rank, scored in enumerate(results, start=1):
-            best = shown.get(_doc(scored))
-            if best is None or (rank, name) < best[:2]:
-                shown[_doc(scored)] = (rank, name, scored.chunk_id)
-    fused = rrf(docs, config.weights, config.rrf_k)
-    return [replace(f, chunk_id=shown[f.chunk_id][2]) for f in fused]
+    def _dense_scores(
+        self,
+        lists: Mapping[str, list[Scored]],
+        probes: Mapping[str, np.ndarray],
+        per_document: bool,
+    ) -> dict[str, dict[int, float]]:
+        """For z-score fusion: each dense list's score for the candidates other lists found
+        (a dense retriever can score any chunk; for documents, their best chunk)."""
+        if self.index is None or not probes:
+            return {}
+        chunks = sorted({s.chunk_id for results in lists.values() for s in results})
+        return {
+            name: self.index.scores(probe, chunks, per_document=per_document)
+            for name, probe in probes.items()
+        }
 
 
 def _per_document(lists: Mapping[str, list[Scored]]) -> bool:
     entries = [s for results in lists.values() for s in results]
     return bool(entries) and all(s.document_id is not None for s in entries)
+
+
+def _chunk(scored: Scored) -> int:
+    return scored.chunk_id
 
 
 def _doc(scored: Scored) -> int:
@@ -168,7 +202,7 @@ def _above_floor(fused: list[Fused], floor: float) -> list[Fused]:
     return [f for f in fused if f.score >= floor * best]
 
 
-def _traced(fused: Fused, rank: int, ranked: Ranked) -> tuple[int, float, Trace]:
+def _traced(fused: Fused, rank: int, ranked: Ranked, method: str) -> tuple[int, float, Trace]:
     retrievers = []
     document = next(
         (s.document_id for r in ranked.lists.values() for s in r if s.chunk_id == fused.chunk_id),
@@ -183,6 +217,7 @@ def _traced(fused: Fused, rank: int, ranked: Ranked) -> tuple[int, float, Trace]
     trace = Trace(
         retrievers=tuple(retrievers),
         fusion=fused.contributions,
+        fusion_method=method,
         fused_rank=rank,
         prf_terms=ranked.prf_terms,
     )

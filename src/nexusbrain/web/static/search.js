@@ -82,7 +82,7 @@
       panel);
   }
 
-  /** The hit's own trace as a bar chart of RRF contributions, then where the whole document
+  /** The hit's own trace as a bar chart of fusion contributions, then where the whole document
       ranks in each list (from /explain). */
   async function explain(panel, hit, params) {
     panel.append(traceChart(hit.trace, hit));
@@ -99,12 +99,14 @@
   function traceChart(trace, hit) {
     const fusion = trace.fusion || [];
     const names = [...new Set([...trace.retrievers.map((r) => r.retriever), ...fusion.map((f) => f.retriever)])];
-    const largest = Math.max(...fusion.map((f) => f.contribution), 0);
+    const zscore = trace.fusion_method === "zscore";
+    const largest = Math.max(...fusion.map((f) => Math.abs(f.contribution)), 0);
     const rows = names.map((name) => {
       const found = trace.retrievers.find((r) => r.retriever === name);
       const share = fusion.find((f) => f.retriever === name);
       const fill = h("span", { class: "bar-fill" });
-      fill.style.width = share && largest ? `${(100 * share.contribution) / largest}%` : "0";
+      fill.style.width = share && largest ? `${(100 * Math.abs(share.contribution)) / largest}%` : "0";
+      if (share && share.contribution < 0) fill.classList.add("negative");
       return h("tr", {},
         h("th", { scope: "row" }, name),
         h("td", { class: "num" }, found ? `#${found.rank}` : "–"),
@@ -112,15 +114,16 @@
         h("td", { class: "bar-cell" }, h("span", { class: "bar", "aria-hidden": "true" }, fill)),
         h("td", { class: "num" }, share ? NB.number(share.contribution, 4) : "–"));
     });
+    const method = zscore ? "Z-score fusion (weight × standardised score)" : "Reciprocal rank fusion";
     const caption = fusion.length
-      ? `Reciprocal rank fusion: fused score ${NB.number(hit.score, 4)}, fused rank ${trace.fused_rank ?? hit.rank}`
+      ? `${method}: fused score ${NB.number(hit.score, 4)}, fused rank ${trace.fused_rank ?? hit.rank}`
       : "Each retriever's rank and raw score";
     const parts = [h("div", { class: "chart-wrap" }, h("table", { class: "chart" },
       h("caption", {}, caption),
       h("thead", {}, h("tr", {},
         h("th", { scope: "col" }, "List"), h("th", { scope: "col", class: "num" }, "Rank"),
-        h("th", { scope: "col", class: "num" }, "Score"), h("th", { scope: "col" }, "RRF share"),
-        h("th", { scope: "col", class: "num" }, "w/(k+r)"))),
+        h("th", { scope: "col", class: "num" }, "Score"), h("th", { scope: "col" }, "Share"),
+        h("th", { scope: "col", class: "num" }, zscore ? "w×z" : "w/(k+r)"))),
       h("tbody", {}, rows)))];
     if (trace.prf_terms && trace.prf_terms.length) {
       parts.push(h("p", {}, "Expansion terms (PRF):"),
