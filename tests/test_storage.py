@@ -202,3 +202,38 @@ def test_the_missing_vector_check_looks_only_at_chunks_changed_since_it_was_comp
     assert store.count_missing_vectors("m") == 0
     assert store.chunks_missing_vectors("m", 10) == []
     assert store.count_missing_vectors("another model") == 1501  # never checked: every chunk
+
+
+def test_a_batch_writing_the_same_uri_twice_keeps_the_last_version(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "b.db")
+    results = store.write_documents(
+        [
+            (draft("a.md", "r1", "one two"), [chunk("one", 0), chunk("two", 1)]),
+            (draft("b.md"), [chunk("apple")]),
+            (draft("a.md", "r1", "one two"), [chunk("one", 0), chunk("two", 1)]),
+            (draft("a.md", "r2", "three"), [chunk("three")]),
+        ],
+        NOW,
+    )
+    statuses = [(r.status, r.chunks) for r in results]
+    assert statuses == [
+        (WriteStatus.CREATED, 2),
+        (WriteStatus.CREATED, 1),
+        (WriteStatus.DUPLICATE, 2),
+        (WriteStatus.UPDATED, 1),
+    ]
+    assert [c.text for c in store.chunks_of(results[0].document_id)] == ["three"]
+    assert store.lexical_search(["one"], 5, SearchFilters()) == []
+    assert len(store.lexical_search(["three"], 5, SearchFilters())) == 1
+    conn = store.connection()
+    conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+
+
+def test_many_chunks_in_one_write_are_all_indexed(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "b.db")
+    texts = [f"word{i} common" for i in range(1_234)]  # several INSERT statements
+    doc = store.write_document(draft(), [chunk(t, i) for i, t in enumerate(texts)], NOW)
+    assert [c.text for c in store.chunks_of(doc.document_id)] == texts
+    assert len(store.lexical_search(["word1233"], 5, SearchFilters())) == 1
+    assert len(store.lexical_search(["common"], 2_000, SearchFilters())) == 1_234
+    store.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")

@@ -41,6 +41,11 @@ from nexusbrain.storage.migrations import MIGRATIONS
 log = logging.getLogger(__name__)
 
 HEADING_SEP = transfer.HEADING_SEP
+CHUNK_ROWS = 500  # chunk rows per INSERT statement (see _PendingChunks)
+_CHUNK_INSERT = (
+    "INSERT INTO chunks (document_id, ordinal, char_start, char_end, line_start, line_end,"
+    " heading, text, unit, meta, text_hash, context) VALUES "
+)
 _DOC_COLUMNS = (
     "id, uri, title, domain, kind, revision, content, metadata, created_at, updated_at, deleted_at"
 )
@@ -219,7 +224,12 @@ class SQLiteStore:
         with self.transaction() as conn:
             if vectors is not None and vectors.vectors:
                 vector_sql.put_vectors(conn, vectors)
-            return [self._write_one(conn, draft, chunks, now) for draft, chunks in items]
+            pending = _PendingChunks()
+            results = [
+                self._write_one(conn, draft, chunks, now, pending) for draft, chunks in items
+            ]
+            pending.insert(conn)
+            return results
 
     def _write_one(
         self,
@@ -227,10 +237,13 @@ class SQLiteStore:
         draft: DocumentDraft,
         chunks: Sequence[ChunkDraft],
         now: datetime,
+        pending: _PendingChunks,
     ) -> WriteResult:
         row = conn.execute(
             "SELECT id, revision, deleted_at FROM documents WHERE uri = ?", (draft.uri,)
         ).fetchone()
+        if row is not None and row["id"] in pending.documents:  # the same uri twice
+            pending.insert(conn)
         if row is not None and row["revision"] == draft.revision and not row["deleted_at"]:
             count = conn.execute(
                 "SELECT count(*) FROM chunks WHERE document_id = ?", (row["id"],)
@@ -243,7 +256,7 @@ class SQLiteStore:
             document_id = row["id"]
             self._replace_document(conn, document_id, draft, now)
             status = WriteStatus.UPDATED
-        self._insert_chunks(conn, document_id, chunks)
+        pending.add(document_id, chunks)
         self._record_revision(conn, document_id, draft.revision, draft.title, status, now)
         return WriteResult(status, document_id, draft.revision, len(chunks))
 
@@ -285,33 +298,6 @@ class SQLiteStore:
                 format_time(now),
                 document_id,
             ),
-        )
-
-    @staticmethod
-    def _insert_chunks(
-        conn: sqlite3.Connection, document_id: int, chunks: Sequence[ChunkDraft]
-    ) -> None:
-        conn.executemany(
-            "INSERT INTO chunks (document_id, ordinal, char_start, char_end, line_start, line_end,"
-            " heading, text, unit, meta, text_hash, context)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    document_id,
-                    c.ordinal,
-                    c.char_start,
-                    c.char_end,
-                    c.line_start,
-                    c.line_end,
-                    HEADING_SEP.join(c.heading_path),
-                    c.text,
-                    c.unit,
-                    _dumps(dict(c.meta)),
-                    c.text_hash,
-                    c.context,
-                )
-                for c in chunks
-            ],
         )
 
     @staticmethod
@@ -544,6 +530,51 @@ class SQLiteStore:
             params,
         )
         return {row[0] for row in rows}
+
+
+class _PendingChunks:
+    """The chunk rows of a batch, inserted a few hundred per statement.
+
+    Each statement that writes to FTS5 runs in a statement savepoint, and FTS5 (SQLite 3.40)
+    flushes its pending terms into a new segment at every savepoint: inserted one row per
+    statement, every chunk made its own tiny segment, and merging them was most of the cost
+    of a write."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.documents: set[int] = set()
+
+    def add(self, document_id: int, chunks: Sequence[ChunkDraft]) -> None:
+        self.documents.add(document_id)
+        self.rows += [
+            (
+                document_id,
+                c.ordinal,
+                c.char_start,
+                c.char_end,
+                c.line_start,
+                c.line_end,
+                HEADING_SEP.join(c.heading_path),
+                c.text,
+                c.unit,
+                _dumps(dict(c.meta)),
+                c.text_hash,
+                c.context,
+            )
+            for c in chunks
+        ]
+
+    def insert(self, conn: sqlite3.Connection) -> None:
+        per_statement = max(1, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 12)
+        per_statement = min(per_statement, CHUNK_ROWS)
+        for start in range(0, len(self.rows), per_statement):
+            part = self.rows[start : start + per_statement]
+            conn.execute(
+                _CHUNK_INSERT + ",".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(part)),
+                [value for row in part for value in row],
+            )
+        self.rows.clear()
+        self.documents.clear()
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
