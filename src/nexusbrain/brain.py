@@ -15,6 +15,7 @@ from nexusbrain import __version__
 from nexusbrain.clock import Clock, utc_now
 from nexusbrain.config import Settings
 from nexusbrain.embeddings import load_embedder
+from nexusbrain.embeddings.profiles import centred
 from nexusbrain.errors import ConfigError, InvalidInput, NotFound
 from nexusbrain.evals.replay import capture_records
 from nexusbrain.graph import Graph
@@ -40,7 +41,7 @@ from nexusbrain.retrieval.hits import with_neighbours
 from nexusbrain.retrieval.modes import PRESETS, SearchConfig
 from nexusbrain.retrieval.pipeline import Searcher
 from nexusbrain.retrieval.tokens import count_tokens
-from nexusbrain.retrieval.vectors import VectorIndex, VectorWriter
+from nexusbrain.retrieval.vectors import IndexConfig, VectorIndex, VectorWriter
 from nexusbrain.storage import SQLiteStore, Store
 from nexusbrain.storage.graph_base import GraphStore
 from nexusbrain.storage.graph_sqlite import SQLiteGraphStore
@@ -82,7 +83,8 @@ class Brain:
         if self.embedder is not None:
             model = self.embedder.model_id
             cache = index_cache_path(settings.db_path, model) if own_store else None
-            self.index = VectorIndex(self.store, self.embedder, cache=cache)
+            config = IndexConfig(centre=centred(settings.embedder))
+            self.index = VectorIndex(self.store, self.embedder, cache=cache, config=config)
         self.searcher = Searcher(self.store, settings.lexical, self.embedder, self.index)
         self.graph = Graph(_graph_store(self.store), settings.graph, clock)
 

@@ -57,6 +57,7 @@ class IndexConfig:
     exact_max: int = 20_000  # up to this many vectors, an exact float32 product
     candidates: int = 2_000  # past it, this many nearest by Hamming distance, rescored exactly
     save_every: int = 2_000  # rewrite the cache file after this many changed rows (and on close)
+    centre: bool = True  # take similarities around the mean vector (per model: profiles.py)
     centre_prior: int = 100  # the centre is the mean vector × n / (n + centre_prior)
 
 
@@ -222,7 +223,7 @@ class VectorIndex:
     def _center_of(self, half: NDArray[np.float16]) -> NDArray[np.float32]:
         """The mean vector, shrunk towards zero while there are few: a handful of vectors
         says little about the model's common direction."""
-        if len(half) == 0:
+        if len(half) == 0 or not self.config.centre:
             return np.zeros(half.shape[1], np.float32)
         mean: NDArray[np.float32] = half.mean(axis=0, dtype=np.float32)
         shrunk: NDArray[np.float32] = mean * (len(half) / (len(half) + self.config.centre_prior))
@@ -240,6 +241,7 @@ class VectorIndex:
                     and str(data["store"]) == self.store.identity()
                     and int(data["seq"]) <= self.store.latest_chunk_change()
                     and data["half"].shape[1:] == (self.embedder.dim,)
+                    and bool(data["centred"]) == self.config.centre
                 )
                 if not same:
                     log.info("ignoring the stale vector cache %s", self.cache)
@@ -268,6 +270,7 @@ class VectorIndex:
                     model=np.array(self.embedder.model_id),
                     store=np.array(self.store.identity()),
                     seq=np.array(self._seq, dtype=np.int64),
+                    centred=np.array(self.config.centre),
                     center=rows.center,
                     ids=rows.ids,
                     docs=rows.docs,
