@@ -166,16 +166,16 @@ def test_load_vectors_joins_chunks_with_their_model_s_vectors(
     assert [len(x) for x in store.load_vectors("nobody", 4)] == [0, 0, 0]
 
 
-def sqlite_steps(store: SQLiteStore, call: Callable[[], object]) -> int:
-    """SQLite virtual machine steps (in thousands) that `call` runs on this thread's connection:
-    a measure of work that does not depend on the machine's speed."""
+def sqlite_steps(store: SQLiteStore, call: Callable[[], object], per: int = 1000) -> int:
+    """SQLite virtual machine steps (in units of `per`) that `call` runs on this thread's
+    connection: a measure of work that does not depend on the machine's speed."""
     steps = [0]
 
     def tick() -> int:
         steps[0] += 1
         return 0
 
-    store.connection().set_progress_handler(tick, 1000)
+    store.connection().set_progress_handler(tick, per)
     try:
         call()
     finally:
@@ -237,3 +237,16 @@ def test_many_chunks_in_one_write_are_all_indexed(tmp_path: Path) -> None:
     assert len(store.lexical_search(["word1233"], 5, SearchFilters())) == 1
     assert len(store.lexical_search(["common"], 2_000, SearchFilters())) == 1_234
     store.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+
+
+def test_loading_some_vectors_reads_only_their_rows(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "b.db")
+    for i in range(300):
+        texts = [f"note {i} part {j}" for j in range(5)]
+        chunks = [hashed(t, j) for j, t in enumerate(texts)]
+        store.write_document(draft(f"{i}.md"), chunks, NOW, vector_batch("m", texts))
+    every = sqlite_steps(store, lambda: store.load_vectors("m", 4), per=100)
+    wanted = list(range(1, 1501, 15))  # 100 of the 1,500 chunks
+    some = sqlite_steps(store, lambda: store.load_vectors("m", 4, wanted), per=100)
+    assert store.load_vectors("m", 4, wanted)[0].tolist() == wanted
+    assert some * 5 < every  # walking every vector of the model instead took 30x `every`

@@ -125,9 +125,12 @@ def load_vectors(
 
     The arrays are allocated once and filled from batches of rows, so the rows' blobs are
     never all held at once."""
+    # CROSS JOIN keeps chunks as the outer loop. Left to choose (no statistics), SQLite
+    # walked every vector of the model and looked its chunk up by hash even for a few
+    # hundred chunk ids: 5.5 s instead of 8 ms for 500 ids at 10k documents.
     sql = (
         "SELECT c.id, c.document_id, v.vector FROM chunks c"
-        " JOIN vectors v ON v.model = ? AND v.text_hash = c.text_hash"
+        " CROSS JOIN vectors v ON v.model = ? AND v.text_hash = c.text_hash"
     )
     if chunk_ids is None:
         expected = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
