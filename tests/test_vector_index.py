@@ -46,7 +46,9 @@ def test_quantized_search_finds_what_exact_search_finds(tmp_path: Path) -> None:
         narrow = VectorIndex(
             brain.store, brain.embedder, config=IndexConfig(exact_max=0, candidates=60)
         )
-        queries = brain.embedder.encode(texts[::10])
+        queries = [exact.centre(v) for v in brain.embedder.encode(texts[::10])]
+        wide.sync()
+        narrow.sync()
         for i, query in zip(range(0, 300, 10), queries, strict=True):
             best = ranking(exact, query)
             assert exact.quantized is False

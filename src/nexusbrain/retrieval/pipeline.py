@@ -66,8 +66,7 @@ class Searcher:
     ) -> list[Hit]:
         ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
         fused = _above_floor(ranked.fused, config.min_relative_score)[:k]
-        method = config.fusion
-        traced = [_traced(f, i, ranked, method) for i, f in enumerate(fused, 1)]
+        traced = [_traced(f, i, ranked, config.fusion) for i, f in enumerate(fused, 1)]
         return build_hits(self.store, traced)
 
     def rank(

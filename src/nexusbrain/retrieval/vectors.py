@@ -285,7 +285,9 @@ class VectorIndex:
     # centred vectors
 
     def centre(self, vector: NDArray[np.float32]) -> NDArray[np.float32]:
-        """A raw unit vector (a query's), moved to the index's centred space, unit length."""
+        """A raw unit vector (a query's), moved to the index's centred space, unit length.
+        The start of every query: it brings the index up to date once, so that the searches
+        and scores that follow see the rows this centre belongs to."""
         self.sync()
         out: NDArray[np.float32] = normalise_rows(
             (vector.astype(np.float32) - self._rows.center)[None, :]
@@ -310,8 +312,7 @@ class VectorIndex:
         allowed: set[int] | None = None,
         best_per_document: bool = False,
     ) -> list[Scored]:
-        """The k rows most similar to a centred query (see `centre`), best first."""
-        self.sync()
+        """The k rows most similar to a centred query (see `centre`, which syncs), best first."""
         rows = self._rows
         if len(rows.ids) == 0 or k <= 0:
             return []
