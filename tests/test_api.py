@@ -48,6 +48,42 @@ def test_ingest_search_get_delete(live_server: LiveServer) -> None:
         assert http.get("/search", params={"q": "deploy"}).json()["hits"] == []
 
 
+def test_batch_ingest_writes_all_or_nothing(live_server: LiveServer) -> None:
+    notes = [
+        {
+            "title": f"Note {i}",
+            "content": f"# Note {i}\n\nzebra{i} grazes here.",
+            "uri": f"b/{i}.md",
+        }
+        for i in range(5)
+    ]
+    with live_server.client() as http:
+        first = http.post("/ingest/markdown/batch", json={"documents": notes}).json()
+        assert first["counts"] == {"created": 5, "updated": 0, "duplicate": 0}
+        assert first["chunks"] == 5
+        assert [r["status"] for r in first["results"]] == ["created"] * 5
+        assert len({r["id"] for r in first["results"]}) == 5
+        hits = http.get("/search", params={"q": "zebra3", "k": 3}).json()["hits"]
+        assert hits[0]["uri"] == "b/3.md"
+        notes[1] = {**notes[1], "content": "# Note 1\n\nokapi now."}
+        again = http.post("/ingest/markdown/batch", json={"documents": notes}).json()
+        assert again["counts"] == {"created": 0, "updated": 1, "duplicate": 4}
+        assert again["results"][1]["id"] == first["results"][1]["id"]
+        # two notes with one uri: refused before anything is written
+        clash = [
+            {"title": "A", "content": "aardvark", "uri": "b/x.md"},
+            {**notes[0], "uri": "b/x.md"},
+        ]
+        error = assert_error(
+            http.post("/ingest/markdown/batch", json={"documents": clash}), 400, "invalid_input"
+        )
+        assert "documents 1 and 2" in error["message"]
+        assert http.get("/search", params={"q": "aardvark"}).json()["hits"] == []
+        assert_error(
+            http.post("/ingest/markdown/batch", json={"documents": []}), 422, "invalid_input"
+        )
+
+
 def test_conversation_turns_keep_their_ids(live_server: LiveServer) -> None:
     body = {
         "sessions": [

@@ -30,6 +30,7 @@ from nexusbrain.records import (
     DocumentKind,
     Hit,
     ImportResult,
+    MarkdownNote,
     SearchFilters,
     SearchMode,
     StoreStats,
@@ -94,6 +95,7 @@ class Brain:
         return cls(Settings.from_env(db_path), clock=clock)
 
     def close(self) -> None:
+        self.searcher.close()
         if self.index is not None:
             self.index.save()
         self.store.close()
@@ -116,18 +118,36 @@ class Brain:
         metadata: Mapping[str, Any] | None = None,
     ) -> WriteResult:
         """Store one markdown document. Without a uri, its content identifies it."""
-        text = self._checked_text(content, "content")
+        note = MarkdownNote(content, title=title, uri=uri, domain=domain, metadata=metadata)
+        return self.ingest_markdown_batch([note])[0]
+
+    def ingest_markdown_batch(self, notes: Sequence[MarkdownNote]) -> list[WriteResult]:
+        """Store several markdown documents in one transaction (one result each, in order):
+        the fast way to load many. Two notes with the same uri (or, without one, the same
+        content) are refused before anything is written."""
+        prepared = [self._prepared_note(note) for note in notes]
+        seen: dict[str, int] = {}
+        for position, item in enumerate(prepared, start=1):
+            first = seen.setdefault(item.draft.uri, position)
+            if first != position:
+                raise InvalidInput(
+                    f"documents {first} and {position} of the batch have the same uri"
+                    f" {item.draft.uri!r}"
+                )
+        return self._write_notes(prepared) if prepared else []
+
+    def _prepared_note(self, note: MarkdownNote) -> Prepared:
+        text = self._checked_text(note.content, "content")
         revision = content_hash(text.encode("utf-8"))
-        prepared = prepare_markdown(
+        return prepare_markdown(
             text,
-            uri=uri or f"doc:{revision[:32]}",
-            domain=domain or self.settings.default_domain,
+            uri=note.uri or f"doc:{revision[:32]}",
+            domain=note.domain or self.settings.default_domain,
             config=self.settings.chunking,
-            title=title,
-            metadata=metadata,
+            title=note.title,
+            metadata=note.metadata,
             revision=revision,
         )
-        return self._write_notes([prepared])[0]
 
     def add_memory(
         self,

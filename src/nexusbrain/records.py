@@ -120,6 +120,17 @@ class WriteResult:
 
 
 @dataclass(frozen=True, slots=True)
+class MarkdownNote:
+    """One markdown document to ingest. Without a uri, its content identifies it."""
+
+    content: str
+    title: str | None = None
+    uri: str | None = None
+    domain: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SearchFilters:
     domain: str | None = None
     path_prefix: str | None = None
@@ -182,6 +193,8 @@ class Trace:
     fusion_method: str = "rrf"  # or "zscore"
     fused_rank: int | None = None
     prf_terms: tuple[str, ...] = ()
+    # query terms so common that they only scored chunks holding a rarer query term
+    common_terms: tuple[str, ...] = ()
     rerank: RerankChange | None = None
     context: str | None = None
 

@@ -30,6 +30,13 @@ class MarkdownIn(Strict):
     metadata: dict[str, Any] | None = None
 
 
+MAX_BATCH_DOCUMENTS = 1000
+
+
+class MarkdownBatchIn(Strict):
+    documents: list[MarkdownIn] = Field(min_length=1, max_length=MAX_BATCH_DOCUMENTS)
+
+
 class MemoryIn(Strict):
     text: str
     source: str | None = Field(default=None, max_length=4000)

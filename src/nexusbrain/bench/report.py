@@ -134,7 +134,7 @@ def _rows(modes: Sequence[str], concurrency: int) -> list[Row]:
     rows: list[Row] = [
         ("documents / chunks", lambda s: f"{s['documents']:,} / {s['chunks']:,}"),
         ("ingest-dir: docs/s / chunks/s", _rate("ingest_dir")),
-        ("HTTP ingest: docs/s / chunks/s", _rate("http")),
+        ("HTTP batch ingest: docs/s / chunks/s", _rate("http")),
         (
             "re-ingest, 1% changed: s (changed docs/s)",
             lambda s: (

@@ -3,8 +3,9 @@
 Per scale and run, in order:
 1. `nexusbrain ingest-dir` of the corpus into a fresh database B (a child process; timed from
    process start to exit).
-2. A fresh server on database A, fed every document through `POST /ingest/markdown` by a few
-   client threads (timed from the first request to the last answer; peak RSS sampled).
+2. A fresh server on database A, fed every document through `POST /ingest/markdown/batch`
+   (INGEST_BATCH documents per request) by a few client threads (timed from the first
+   request to the last answer; peak RSS sampled).
 3. A fresh server on B: cold start (process start to the first answered /search), idle RSS,
    then /search and /recall in every mode one request at a time, then with `concurrency`
    clients in balanced mode (peak RSS sampled throughout), and its own /stats.
@@ -32,6 +33,7 @@ from nexusbrain.records import SearchMode
 
 K = 10
 INGEST_CLIENTS = 4
+INGEST_BATCH = 32  # documents per POST /ingest/markdown/batch
 WARMUP = 10
 CHANGED_SHARE = 0.01
 
@@ -152,25 +154,28 @@ def _http_ingest(
                 _ingest_calls(folder, documents),
                 clients=INGEST_CLIENTS,
                 keep_bodies=True,
-                total=documents,
+                total=-(-documents // INGEST_BATCH),
                 progress=lambda done, total: phase(f"{label}: HTTP ingest", done, total),
             )
         server.check_alive()
     chunks = sum(int(body["chunks"]) for body in result.bodies)
-    created = sum(1 for body in result.bodies if body["status"] == "created")
+    created = sum(int(body["counts"]["created"]) for body in result.bodies)
     rates = _rates(created, chunks, result.wall_seconds)
     rates["clients"] = INGEST_CLIENTS
+    rates["batch"] = INGEST_BATCH
     rates["request_ms"] = summarise(result.milliseconds, result.wall_seconds).as_dict()
     return rates, rss.peak
 
 
 def _ingest_calls(folder: Path, documents: int) -> Iterator[Call]:
-    for index in range(documents):
-        path = folder / name_of(index)
-        content = path.read_text(encoding="utf-8")
-        title = content.split("\n", 1)[0].lstrip("# ")
-        body = {"title": title, "content": content, "uri": path.resolve().as_posix()}
-        yield Call("POST", "/ingest/markdown", body=body)
+    for start in range(0, documents, INGEST_BATCH):
+        batch = []
+        for index in range(start, min(start + INGEST_BATCH, documents)):
+            path = folder / name_of(index)
+            content = path.read_text(encoding="utf-8")
+            title = content.split("\n", 1)[0].lstrip("# ")
+            batch.append({"title": title, "content": content, "uri": path.resolve().as_posix()})
+        yield Call("POST", "/ingest/markdown/batch", body={"documents": batch})
 
 
 def _serve_and_search(
@@ -302,6 +307,7 @@ def run(config: BenchConfig, phase: Phase = _quiet) -> dict[str, Any]:
             "k": K,
             "seed": config.seed,
             "http_ingest_clients": INGEST_CLIENTS,
+            "http_ingest_batch": INGEST_BATCH,
         },
         "environment": about,
         "scales": scales,
