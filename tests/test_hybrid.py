@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nexusbrain import views
 from nexusbrain.brain import Brain
-from nexusbrain.config import Settings
+from nexusbrain.config import LexicalConfig, Settings
 from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.hashing import HashingEmbedder
 from nexusbrain.embeddings.profiles import Profile, load_embedder
@@ -202,3 +203,28 @@ def test_the_edge_model_ships_in_the_package_and_runs_offline() -> None:
     related = embedder.encode(["the car would not start", "my automobile broke down"])
     unrelated = embedder.encode(["the car would not start", "a recipe for lemon cake"])
     assert related[0] @ related[1] > unrelated[0] @ unrelated[1]
+
+
+def test_common_terms_show_in_traces_and_explanations(tmp_path: Path) -> None:
+    lexical = replace(LexicalConfig(), common_share=0.5, common_min_rows=1)
+    settings = Settings(db_path=tmp_path / "b.db", embedder=Profile.HASHING, lexical=lexical)
+    with Brain(settings) as brain:
+        for i in range(6):
+            extra = " the yak grazes" if i == 3 else ""
+            brain.ingest_markdown(f"# Note {i}\n\nA herd of gnus{extra}.", uri=f"n{i}.md")
+        hits = brain.search("gnus yak", k=5)
+        # 'gnus' is in every note: it scores, but only the note with 'yak' is in BM25's list
+        assert hits[0].uri == "n3.md"
+        assert hits[0].trace.common_terms == ("gnus",)
+        bm25 = [r for h in hits for r in h.trace.retrievers if r.retriever == "bm25"]
+        assert len(bm25) == 1
+        absent = brain.explain("gnus yak", "n0.md")
+        assert absent.common_terms == ("gnus",)
+        assert next(p for p in absent.positions if p.retriever == "bm25").rank is None
+        assert views.trace(hits[0].trace)["common_terms"] == ["gnus"]
+        assert views.explanation(absent)["common_terms"] == ["gnus"]
+        # without the cut-off every note is in BM25's list
+    with Brain(replace(settings, lexical=LexicalConfig())) as brain:
+        hits = brain.search("gnus yak", k=5)
+        assert hits[0].trace.common_terms == ()
+        assert sum(1 for h in hits for r in h.trace.retrievers if r.retriever == "bm25") == 5

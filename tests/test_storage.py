@@ -13,6 +13,7 @@ import pytest
 
 from nexusbrain.errors import NotFound, StorageError
 from nexusbrain.records import (
+    Chunk,
     ChunkDraft,
     DocumentDraft,
     DocumentKind,
@@ -250,3 +251,58 @@ def test_loading_some_vectors_reads_only_their_rows(tmp_path: Path) -> None:
     some = sqlite_steps(store, lambda: store.load_vectors("m", 4, wanted), per=100)
     assert store.load_vectors("m", 4, wanted)[0].tolist() == wanted
     assert some * 5 < every  # walking every vector of the model instead took 30x `every`
+
+
+def _common_store(tmp_path: Path) -> SQLiteStore:
+    """40 chunks over 4 documents: 'zebra' in all, 'lion' in 12, 'okapi' in one."""
+    store = SQLiteStore(tmp_path / "b.db")
+    for d in range(4):
+        texts = [
+            " ".join(["zebra"] * (1 + i % 3) + (["lion"] if i % 4 == 0 else []) + ["grass"] * i)
+            + (" okapi" if (d, i) == (2, 5) else "")
+            for i in range(10)
+        ]
+        store.write_document(draft(f"d{d}.md"), [chunk(t, i) for i, t in enumerate(texts)], NOW)
+    return store
+
+
+def test_common_terms_are_those_past_the_share_and_the_row_floor(tmp_path: Path) -> None:
+    store = _common_store(tmp_path)
+    terms = ["zebra", "lion", "okapi"]
+    assert store.common_terms(terms, 0.5, 1) == ["zebra"]
+    assert store.common_terms(terms, 0.2, 1) == ["zebra", "lion"]
+    assert store.common_terms(terms, 0.2, 13) == ["zebra"]  # lion is in 12 chunks
+    assert store.common_terms(terms, 0.2, 41) == []  # more rows than the store has
+    assert store.common_terms(terms, 0.0, 1) == []
+
+
+def test_common_terms_score_but_do_not_bring_chunks_in(tmp_path: Path) -> None:
+    store = _common_store(tmp_path)
+    terms = ["zebra", "lion", "okapi"]
+    full = {s.chunk_id: s.score for s in store.lexical_search(terms, 100, SearchFilters())}
+    assert len(full) == 40
+    split = store.lexical_search(terms, 100, SearchFilters(), common=["zebra"])
+    # the chunks with lion or okapi, each with its score over all three terms, in the order
+    # of the full ranking
+    rarer = {c.id for c in _chunks(store) if "lion" in c.text or "okapi" in c.text}
+    assert len(rarer) == 13
+    assert [s.chunk_id for s in split] == [c for c in full if c in rarer]
+    assert all(s.score == pytest.approx(full[s.chunk_id], rel=1e-12) for s in split)
+    top = store.lexical_search(terms, 3, SearchFilters(), common=["zebra"])
+    assert top == split[:3]
+    # all terms common: the plain OR query
+    assert store.lexical_search(["zebra"], 100, SearchFilters(), common=["zebra"]) == (
+        store.lexical_search(["zebra"], 100, SearchFilters())
+    )
+    best = store.lexical_search(
+        terms, 100, SearchFilters(), common=["zebra"], best_per_document=True
+    )
+    assert len(best) == 4 and len({s.document_id for s in best}) == 4
+    for scored in best:
+        assert scored.document_id is not None
+        own = {c.id for c in store.chunks_of(scored.document_id)}
+        assert scored.chunk_id == next(s.chunk_id for s in split if s.chunk_id in own)
+
+
+def _chunks(store: SQLiteStore) -> list[Chunk]:
+    return [c for d in range(1, 5) for c in store.chunks_of(d)]

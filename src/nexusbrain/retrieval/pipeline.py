@@ -10,7 +10,9 @@ chunk), so a BM25 hit that the dense list did not rank still gets its dense evid
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -32,6 +34,9 @@ from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.retrieval.vectors import VectorIndex
 from nexusbrain.storage import Store
 
+# Threads that run BM25 beside the dense search; each keeps one SQLite connection open.
+LEXICAL_WORKERS = 4
+
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
@@ -40,6 +45,7 @@ class Ranked:
     lists: Mapping[str, list[Scored]]
     fused: list[Fused]
     prf_terms: tuple[str, ...]
+    common_terms: tuple[str, ...] = ()  # query terms that scored but brought no chunk in
 
 
 class Searcher:
@@ -54,6 +60,21 @@ class Searcher:
         self.lexical = lexical
         self.embedder = embedder
         self.index = index
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the worker threads (each holds its own database connection)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def _workers(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(LEXICAL_WORKERS, "nexusbrain-bm25")
+            return self._pool
 
     def search(
         self,
@@ -66,7 +87,8 @@ class Searcher:
     ) -> list[Hit]:
         ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
         fused = _above_floor(ranked.fused, config.min_relative_score)[:k]
-        traced = [_traced(f, i, ranked, config.fusion) for i, f in enumerate(fused, 1)]
+        positions = _Positions(ranked.lists)
+        traced = [_traced(f, i, ranked, positions, config.fusion) for i, f in enumerate(fused, 1)]
         return build_hits(self.store, traced)
 
     def rank(
@@ -82,40 +104,52 @@ class Searcher:
             drop_stopwords=self.lexical.drop_stopwords,
             extended_stopwords=self.lexical.extended_stopwords,
         )
-        lists: dict[str, list[Scored]] = {
-            "bm25": self._bm25(terms, depth, filters, best_per_document)
-        }
+        lists: dict[str, list[Scored]] = {}
         probes: dict[str, np.ndarray] = {}  # the centred query vector of each dense list
         allowed = None
         index = self.index if config.dense and self.embedder is not None else None
-        if index is not None:
+        if index is None:
+            lists["bm25"], common = self._bm25(terms, depth, filters, best_per_document)
+        else:
             assert self.embedder is not None
+            # SQLite lets go of the GIL while it ranks, so BM25 runs on a worker thread while
+            # this one embeds the query and searches the vectors.
+            lexical = self._workers().submit(self._bm25, terms, depth, filters, best_per_document)
             probes["dense"] = index.centre(self.embedder.encode([query])[0])
             allowed = None if filters.is_empty() else self.store.chunk_ids_matching(filters)
-            lists["dense"] = index.search(
+            dense = index.search(
                 probes["dense"], depth, allowed=allowed, best_per_document=best_per_document
             )
+            lists["bm25"], common = lexical.result()
+            lists["dense"] = dense
         expansion: list[str] = []
         feedback = lists["bm25"][: config.prf_config.feedback_docs] if config.prf else []
         if feedback:
             expansion = self._expansion_terms(feedback, terms, config)
             if expansion:
-                lists["bm25_prf"] = self._bm25(terms + expansion, depth, filters, best_per_document)
+                lists["bm25_prf"], more = self._bm25(
+                    terms + expansion, depth, filters, best_per_document
+                )
+                common += more
             if index is not None:
                 probes["dense_prf"] = self._rocchio(probes["dense"], feedback, config)
                 lists["dense_prf"] = index.search(
                     probes["dense_prf"], depth, allowed=allowed, best_per_document=best_per_document
                 )
-        return Ranked(lists, self._fuse(lists, probes, config), tuple(expansion))
+        fused = self._fuse(lists, probes, config)
+        return Ranked(lists, fused, tuple(expansion), tuple(dict.fromkeys(common)))
 
     def _bm25(
         self, terms: Sequence[str], depth: int, filters: SearchFilters, best: bool
-    ) -> list[Scored]:
+    ) -> tuple[list[Scored], list[str]]:
+        """BM25's list, and the query's common terms (see LexicalConfig.common_share)."""
         lex = self.lexical
         weights = (lex.text_weight, lex.heading_weight, lex.context_weight)
-        return self.store.lexical_search(
-            terms, depth, filters, best_per_document=best, weights=weights
+        common = self.store.common_terms(terms, lex.common_share, lex.common_min_rows)
+        found = self.store.lexical_search(
+            terms, depth, filters, best_per_document=best, weights=weights, common=common
         )
+        return found, common
 
     def _expansion_terms(
         self, feedback: list[Scored], terms: list[str], config: SearchConfig
@@ -201,23 +235,46 @@ def _above_floor(fused: list[Fused], floor: float) -> list[Fused]:
     return [f for f in fused if f.score >= floor * best]
 
 
-def _traced(fused: Fused, rank: int, ranked: Ranked, method: str) -> tuple[int, float, Trace]:
+class _Positions:
+    """Where each chunk and each document first appears in each list (1-based), so that a
+    hit's trace is built by lookups instead of scanning every list."""
+
+    def __init__(self, lists: Mapping[str, list[Scored]]) -> None:
+        self.document_of: dict[int, int] = {}
+        self.by_list: dict[str, tuple[dict[int, int], dict[int, int]]] = {}
+        for name, results in lists.items():
+            chunks: dict[int, int] = {}
+            documents: dict[int, int] = {}
+            for position, scored in enumerate(results, start=1):
+                chunks.setdefault(scored.chunk_id, position)
+                if scored.document_id is not None:
+                    documents.setdefault(scored.document_id, position)
+                    self.document_of.setdefault(scored.chunk_id, scored.document_id)
+            self.by_list[name] = (chunks, documents)
+
+    def first(self, name: str, chunk_id: int, document_id: int | None) -> int | None:
+        """The first position in list `name` of the chunk or (when known) of its document."""
+        chunks, documents = self.by_list[name]
+        by_document = documents.get(document_id) if document_id is not None else None
+        found = [p for p in (chunks.get(chunk_id), by_document) if p is not None]
+        return min(found) if found else None
+
+
+def _traced(
+    fused: Fused, rank: int, ranked: Ranked, positions: _Positions, method: str
+) -> tuple[int, float, Trace]:
     retrievers = []
-    document = next(
-        (s.document_id for r in ranked.lists.values() for s in r if s.chunk_id == fused.chunk_id),
-        None,
-    )
+    document = positions.document_of.get(fused.chunk_id)
     for name, results in ranked.lists.items():
-        for position, scored in enumerate(results, start=1):
-            same = scored.chunk_id == fused.chunk_id
-            if same or (document is not None and scored.document_id == document):
-                retrievers.append(RetrieverScore(name, position, scored.score))
-                break
+        position = positions.first(name, fused.chunk_id, document)
+        if position is not None:
+            retrievers.append(RetrieverScore(name, position, results[position - 1].score))
     trace = Trace(
         retrievers=tuple(retrievers),
         fusion=fused.contributions,
         fusion_method=method,
         fused_rank=rank,
         prf_terms=ranked.prf_terms,
+        common_terms=ranked.common_terms,
     )
     return fused.chunk_id, fused.score, trace

@@ -85,9 +85,17 @@ class Store(Protocol):
         *,
         best_per_document: bool = False,
         weights: tuple[float, float, float] = (1.0, 0.5, 0.2),
+        common: Sequence[str] = (),
     ) -> list[Scored]:
         """BM25 over the text, heading and context columns, weighted. Terms are plain words,
-        joined with OR; the backend escapes them. Scores are higher-is-better."""
+        joined with OR; the backend escapes them. Scores are higher-is-better. Terms in
+        `common` add to the score of chunks that hold another term but bring in no chunk by
+        themselves (unless every term is common); scores are always over all the terms."""
+        ...
+
+    def common_terms(self, terms: Sequence[str], share: float, min_rows: int) -> list[str]:
+        """The terms found in at least `share` of the chunks and in at least `min_rows`
+        chunks (none when `share` is 0)."""
         ...
 
     def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:

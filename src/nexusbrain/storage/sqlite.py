@@ -384,9 +384,10 @@ class SQLiteStore:
         *,
         best_per_document: bool = False,
         weights: tuple[float, float, float] = (1.0, 0.5, 0.2),
+        common: Sequence[str] = (),
     ) -> list[Scored]:
-        match = fts_or_query(terms)
-        if not match or k <= 0:
+        matches = _match_expressions(terms, common)
+        if not matches or k <= 0:
             return []
         # bm25() in the select list is ~30% faster than FTS5's `rank MATCH` path (same scores).
         rank_fn = "bm25(chunks_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
@@ -396,17 +397,38 @@ class SQLiteStore:
                 f"SELECT rowid, {rank_fn} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
                 " ORDER BY score, rowid LIMIT ?"
             )
-            args: tuple[Any, ...] = (match, k)
         else:
             sql = _filtered_search_sql(where, best_per_document, rank_fn)
-            args = (match, *params, k)
-        try:
-            rows = self.connection().execute(sql, args).fetchall()
-        except sqlite3.OperationalError as exc:
-            raise StorageError(f"lexical search failed for {match!r}: {exc}") from exc
+        rows: list[Any] = []
+        for match in matches:
+            try:
+                rows += self.connection().execute(sql, (match, *params, k)).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise StorageError(f"lexical search failed for {match!r}: {exc}") from exc
+        if len(matches) > 1:  # the two disjoint halves of the split query, merged
+            rows = _best_rows(rows, best_per_document)[:k]
         if best_per_document:
             return [Scored(int(r[0]), -float(r[1]), int(r[2])) for r in rows]
         return [Scored(int(row[0]), -float(row[1])) for row in rows]
+
+    def common_terms(self, terms: Sequence[str], share: float, min_rows: int) -> list[str]:
+        # Each probe reads at most `cutoff` postings of its term, so it costs no more than
+        # the term's share of the ranking it spares.
+        if share <= 0 or not terms:
+            return []
+        conn = self.connection()
+        rows = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        cutoff = max(min_rows, int(share * rows), 1)
+        if rows < cutoff:
+            return []
+        probe = (
+            "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)"
+        )
+        return [
+            term
+            for term in terms
+            if term and conn.execute(probe, (fts_or_query([term]), cutoff)).fetchone()[0] >= cutoff
+        ]
 
     # everything else
 
@@ -599,6 +621,37 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
         clauses.append("d.updated_at < ?")
         params.append(format_time(filters.updated_before))
     return " AND ".join(clauses), params
+
+
+def _match_expressions(terms: Sequence[str], common: Sequence[str]) -> list[str]:
+    """FTS5 queries whose union is "any of the rarer terms", each scoring every term once.
+
+    Without common terms (or with only common ones) that is the plain OR query. Otherwise it
+    is split in two disjoint halves: chunks with a rarer term and no common one, and chunks
+    with both. Each phrase appears once in each, so bm25() is the chunk's full score over all
+    the terms; chunks that hold only common terms are never scored, which is what makes a
+    query with a word found in a third of the chunks cheap."""
+    skip = set(common)
+    rare = fts_or_query([t for t in terms if t not in skip])
+    frequent = fts_or_query([t for t in terms if t in skip])
+    if not rare or not frequent:
+        return [m for m in (fts_or_query(terms),) if m]
+    return [f"({rare}) NOT ({frequent})", f"({rare}) AND ({frequent})"]
+
+
+def _best_rows(rows: list[Any], best_per_document: bool) -> list[Any]:
+    """Rows of both halves in score order (lower bm25 is better, then the lower id); for
+    documents, each document's best row only."""
+    ordered = sorted(rows, key=lambda r: (float(r[1]), int(r[0])))
+    if not best_per_document:
+        return ordered
+    seen: set[int] = set()
+    best = []
+    for row in ordered:
+        if int(row[2]) not in seen:
+            seen.add(int(row[2]))
+            best.append(row)
+    return best
 
 
 def _filtered_search_sql(where: str, best_per_document: bool, rank_fn: str) -> str:
