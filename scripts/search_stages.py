@@ -15,6 +15,7 @@ import argparse
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 
 from nexusbrain.bench.corpus import Corpus
 from nexusbrain.bench.latency import summarise
@@ -52,13 +53,19 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--mode", default="balanced", choices=[m.value for m in SearchMode])
+    parser.add_argument("--common-share", type=float, help="override LexicalConfig.common_share")
     args = parser.parse_args()
     queries = Corpus().queries(args.queries, args.documents)
     mode = SearchMode(args.mode)
     with Brain.open(args.db) as brain:
         searcher, index, embedder = brain.searcher, brain.index, brain.embedder
+        if args.common_share is not None:
+            searcher.lexical = replace(searcher.lexical, common_share=args.common_share)
         assert index is not None and embedder is not None
-        print(f"{brain.store.stats().chunks:,} chunks, {len(queries)} queries, mode {mode.value}")
+        print(
+            f"{brain.store.stats().chunks:,} chunks, {len(queries)} queries, mode {mode.value},"
+            f" common share {searcher.lexical.common_share}"
+        )
         for q in queries[:10]:  # warm the page cache and the index
             brain.search(q, mode=mode)
         none = SearchFilters()

@@ -42,7 +42,7 @@ class LexicalConfig:
     # A query term found in at least this share of the chunks (and in at least
     # common_min_rows of them) only adds to the score of chunks that hold a rarer query term:
     # Elasticsearch's "common terms" cut-off. 0 turns it off. See docs/tuning.md.
-    common_share: float = 0.05
+    common_share: float = 0.15
     common_min_rows: int = 1000
 
 
