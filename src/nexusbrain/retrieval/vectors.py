@@ -83,9 +83,9 @@ class _Rows:
         center: NDArray[np.float32],
         exact_max: int,
     ) -> _Rows:
-        full = half.astype(np.float32)
-        rows = cls(ids, docs, half, center, _norms(full, center), _codes(full, center), full)
-        return rows.with_exact(exact_max)
+        norms, codes = _norms_and_codes(half, center)
+        full = half.astype(np.float32) if len(half) <= exact_max else None
+        return cls(ids, docs, half, center, norms, codes, full)
 
     def take(self, keep: NDArray[np.bool_], exact_max: int) -> _Rows:
         rows = replace(
@@ -403,9 +403,18 @@ def _top(scores: NDArray[np.float32], ids: NDArray[np.int64], k: int) -> NDArray
     return part[np.lexsort((ids[part], -scores[part]))]
 
 
-def _norms(full: NDArray[np.float32], center: NDArray[np.float32]) -> NDArray[np.float32]:
-    norms: NDArray[np.float32] = np.linalg.norm(full - center, axis=1)
-    return np.maximum(norms, np.float32(1e-6))
+def _norms_and_codes(
+    half: NDArray[np.float16], center: NDArray[np.float32], block: int = 8192
+) -> tuple[NDArray[np.float32], NDArray[np.uint64]]:
+    """|v - c| and the sign codes of every row, a block of rows at a time: converting all the
+    rows to float32 at once would briefly hold several times the index in memory."""
+    norms = np.empty(len(half), np.float32)
+    codes = np.empty((len(half), _words(half.shape[1])), np.uint64)
+    for start in range(0, len(half), block):
+        part = half[start : start + block].astype(np.float32)
+        norms[start : start + block] = np.linalg.norm(part - center, axis=1)
+        codes[start : start + block] = _codes(part, center)
+    return np.maximum(norms, np.float32(1e-6)), codes
 
 
 def _words(dim: int) -> int:
