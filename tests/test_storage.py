@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nexusbrain.errors import NotFound, StorageError
+from nexusbrain.errors import InvalidInput, NotFound, StorageError
 from nexusbrain.records import (
     Chunk,
     ChunkDraft,
@@ -306,3 +306,24 @@ def test_common_terms_score_but_do_not_bring_chunks_in(tmp_path: Path) -> None:
 
 def _chunks(store: SQLiteStore) -> list[Chunk]:
     return [c for d in range(1, 5) for c in store.chunks_of(d)]
+
+
+def test_import_writes_many_chunks_and_names_the_bad_record(tmp_path: Path) -> None:
+    source = SQLiteStore(tmp_path / "a.db")
+    texts = [f"word{i} common" for i in range(1_234)]  # several INSERT statements
+    source.write_document(draft(), [chunk(t, i) for i, t in enumerate(texts)], NOW)
+    records = list(source.export_records())
+    target = SQLiteStore(tmp_path / "b.db")
+    result = target.import_records(records)
+    assert result.chunks == 1_234
+    assert list(target.export_records()) == records
+    assert len(target.lexical_search(["word777"], 5, SearchFilters())) == 1
+    target.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+    # a chunk record that repeats an id: the error names its line, and nothing is written
+    lines = [i for i, r in enumerate(records, start=1) if r["type"] == "chunk"]
+    bad = [dict(r) for r in records]
+    bad[lines[700] - 1]["id"] = bad[lines[3] - 1]["id"]
+    fresh = SQLiteStore(tmp_path / "c.db")
+    with pytest.raises(InvalidInput, match=f"import record {lines[700]} is invalid"):
+        fresh.import_records(bad)
+    assert fresh.stats().documents == 0 and fresh.stats().chunks == 0

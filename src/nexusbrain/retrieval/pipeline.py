@@ -5,7 +5,9 @@ query ─┬─ bm25 ─────────────────┬─�
        bm25, dense, bm25_prf, dense_prf ───────────── z-score fusion or RRF ──> hits
 
 Z-score fusion scores every candidate in every dense list (a dense retriever can score any
-chunk), so a BM25 hit that the dense list did not rank still gets its dense evidence.
+chunk), so a BM25 hit that the dense list did not rank still gets its dense evidence. BM25
+runs on a worker thread beside the dense search, and its common query terms (in at least
+LexicalConfig.common_share of the chunks) score chunks without bringing any in.
 """
 
 from __future__ import annotations

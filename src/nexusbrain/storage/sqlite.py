@@ -33,7 +33,7 @@ from nexusbrain.records import (
     WriteResult,
     WriteStatus,
 )
-from nexusbrain.storage import transfer
+from nexusbrain.storage import multirow, transfer
 from nexusbrain.storage import vectors_sqlite as vector_sql
 from nexusbrain.storage.fts import fts_or_query
 from nexusbrain.storage.migrations import MIGRATIONS
@@ -41,7 +41,6 @@ from nexusbrain.storage.migrations import MIGRATIONS
 log = logging.getLogger(__name__)
 
 HEADING_SEP = transfer.HEADING_SEP
-CHUNK_ROWS = 500  # chunk rows per INSERT statement (see _PendingChunks)
 _CHUNK_INSERT = (
     "INSERT INTO chunks (document_id, ordinal, char_start, char_end, line_start, line_end,"
     " heading, text, unit, meta, text_hash, context) VALUES "
@@ -587,12 +586,9 @@ class _PendingChunks:
         ]
 
     def insert(self, conn: sqlite3.Connection) -> None:
-        per_statement = max(1, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 12)
-        per_statement = min(per_statement, CHUNK_ROWS)
-        for start in range(0, len(self.rows), per_statement):
-            part = self.rows[start : start + per_statement]
+        for part in multirow.parts(conn, self.rows, 12):
             conn.execute(
-                _CHUNK_INSERT + ",".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(part)),
+                _CHUNK_INSERT + multirow.values(12, len(part)),
                 [value for row in part for value in row],
             )
         self.rows.clear()

@@ -20,6 +20,7 @@ import orjson
 
 from nexusbrain.errors import InvalidInput
 from nexusbrain.records import DocumentKind, ImportResult, RetireReason
+from nexusbrain.storage import multirow
 
 FORMAT = "nexusbrain-export"
 FORMAT_VERSION = 1
@@ -122,9 +123,16 @@ def _require(record: Mapping[str, Any], fields: Iterable[str], line: int) -> Non
         )
 
 
+_CHUNK_IMPORT = (
+    "INSERT INTO chunks (id, document_id, ordinal, char_start, char_end, line_start,"
+    " line_end, heading, text, unit, meta, context) VALUES "
+)
+
+
 class _Importer:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.pending_chunks: list[tuple[int, tuple[Any, ...]]] = []  # (record line, row)
         self.kept: set[int] = set()
         self.kept_entities: set[int] = set()
         self.kept_relationships: set[int] = set()
@@ -169,20 +177,37 @@ class _Importer:
         if r["document_id"] not in self.kept:
             self.skipped += 1
             return
-        self.conn.execute(
-            "INSERT INTO chunks (id, document_id, ordinal, char_start, char_end, line_start,"
-            " line_end, heading, text, unit, meta, context)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                *(r[f] for f in _CHUNK_FIELDS[:7]),
-                HEADING_SEP.join(r["heading_path"]),
-                r["text"],
-                r["unit"],
-                orjson.dumps(r["meta"]).decode(),
-                r["context"],
-            ),
+        values = (
+            *(r[f] for f in _CHUNK_FIELDS[:7]),
+            HEADING_SEP.join(r["heading_path"]),
+            r["text"],
+            r["unit"],
+            orjson.dumps(r["meta"]).decode(),
+            r["context"],
         )
+        self.pending_chunks.append((line, values))
         self.chunks += 1
+        if len(self.pending_chunks) >= multirow.MAX_ROWS:
+            self.flush_chunks()
+
+    def flush_chunks(self) -> None:
+        """Insert the pending chunk rows a few hundred per statement: FTS5 makes a segment per
+        statement (sqlite._PendingChunks). A statement that fails is undone alone and its rows
+        are tried one at a time, so that the error names the record's line."""
+        pending, self.pending_chunks = self.pending_chunks, []
+        for part in multirow.parts(self.conn, pending, 12):
+            try:
+                self.conn.execute(
+                    _CHUNK_IMPORT + multirow.values(12, len(part)),
+                    [value for _, row in part for value in row],
+                )
+            except (sqlite3.IntegrityError, sqlite3.InterfaceError):
+                for line, row in part:
+                    try:
+                        self.conn.execute(_CHUNK_IMPORT + multirow.values(12, 1), row)
+                    except (sqlite3.IntegrityError, sqlite3.InterfaceError) as exc:
+                        raise InvalidInput(f"import record {line} is invalid: {exc}") from exc
+                raise
 
     def capture(self, r: Mapping[str, Any], line: int) -> None:
         _require(r, _CAPTURE_FIELDS, line)
@@ -275,4 +300,5 @@ def import_records(conn: sqlite3.Connection, records: Iterable[Mapping[str, Any]
         except (sqlite3.IntegrityError, sqlite3.InterfaceError, TypeError, ValueError) as exc:
             raise InvalidInput(f"import record {line} is invalid: {exc}") from exc
         importer.records += 1
+    importer.flush_chunks()
     return ImportResult(importer.documents, importer.chunks, importer.skipped, importer.records)
