@@ -119,3 +119,26 @@ def test_an_unreadable_cache_file_is_ignored(tmp_path: Path) -> None:
         assert brain.search("item3 garden")[0].uri == "n/3.md"
     with np.load(cache) as data:  # rewritten whole on close
         assert len(data["ids"]) == 10
+
+
+def cached_rows(cache: Path) -> int:
+    with np.load(cache) as data:
+        return len(data["ids"])
+
+
+def test_the_cache_is_rewritten_after_a_tenth_of_a_large_index_changes(tmp_path: Path) -> None:
+    with open_brain(tmp_path / "b.db") as brain:
+        fill(brain, 100)
+        assert brain.embedder is not None
+        cache = tmp_path / "index.npz"
+        index = VectorIndex(
+            brain.store, brain.embedder, cache=cache, config=IndexConfig(save_every=5)
+        )
+        index.sync()  # a first load from the store is written at once
+        assert cached_rows(cache) == 100
+        fill(brain, 9, start=100)
+        index.sync()  # 9 changes: more than save_every, less than a tenth of the rows
+        assert cached_rows(cache) == 100
+        fill(brain, 2, start=109)
+        index.sync()
+        assert cached_rows(cache) == 111

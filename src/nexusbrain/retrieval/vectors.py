@@ -56,7 +56,9 @@ class IndexConfig:
 
     exact_max: int = 20_000  # up to this many vectors, an exact float32 product
     candidates: int = 2_000  # past it, this many nearest by Hamming distance, rescored exactly
-    save_every: int = 2_000  # rewrite the cache file after this many changed rows (and on close)
+    # rewrite the cache file after this many changed rows, or a tenth of the rows if more
+    # (and on close)
+    save_every: int = 2_000
     centre: bool = True  # take similarities around the mean vector (per model: profiles.py)
     centre_prior: int = 100  # the centre is the mean vector × n / (n + centre_prior)
 
@@ -179,7 +181,9 @@ class VectorIndex:
                 self._drift += len(added) + len(gone)
             if self._drift > max(32, len(self._rows.ids)):
                 self._recentre()
-            if self._unsaved >= self.config.save_every:
+            # a tenth of a large index: rewriting a 500 MB file every 2,000 changes would cost
+            # more than the reads it saves at the next start
+            if self._unsaved >= max(self.config.save_every, len(self._rows.ids) // 10):
                 self._save()
 
     def save(self) -> None:
