@@ -294,7 +294,8 @@ class VectorIndex:
                 self.embedder.model_id, self.embedder.dim, added
             )
             rows = rows.plus(ids, docs, matrix.astype(np.float16), self.config.exact_max)
-        if rows.dead * 5 > len(rows.ids):
+        small = rows.full is None and rows.live <= self.config.exact_max  # exact search again
+        if rows.dead * 5 > len(rows.ids) or (rows.dead and small):
             rows = rows.compacted(rows.center, self.config.exact_max)
         self._rows = rows
 
@@ -346,8 +347,6 @@ class VectorIndex:
             self._unsaved = 0
             return
         rows = self._rows
-        if rows.dead:
-            rows = rows.compacted(rows.center, 0)
         partial = self.cache.with_name(self.cache.name + f".{os.getpid()}.part")
         try:
             with partial.open("wb") as out:
@@ -358,9 +357,9 @@ class VectorIndex:
                     seq=np.array(self._seq, dtype=np.int64),
                     centred=np.array(self.config.centre),
                     center=rows.center,
-                    ids=rows.ids,
-                    docs=rows.docs,
-                    half=rows.half,
+                    ids=rows.ids[rows.alive],
+                    docs=rows.docs[rows.alive],
+                    half=rows.half[rows.alive],
                 )
             os.replace(partial, self.cache)
             self._unsaved = 0
