@@ -11,6 +11,7 @@ import pytest
 from nexusbrain.brain import Brain, index_cache_path
 from nexusbrain.config import Settings
 from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.records import Scored
 from nexusbrain.retrieval.vectors import IndexConfig, VectorIndex
 
 WORDS = (
@@ -119,3 +120,85 @@ def test_an_unreadable_cache_file_is_ignored(tmp_path: Path) -> None:
         assert brain.search("item3 garden")[0].uri == "n/3.md"
     with np.load(cache) as data:  # rewritten whole on close
         assert len(data["ids"]) == 10
+
+
+def cached_rows(cache: Path) -> int:
+    with np.load(cache) as data:
+        return len(data["ids"])
+
+
+def test_the_cache_is_rewritten_after_a_tenth_of_a_large_index_changes(tmp_path: Path) -> None:
+    with open_brain(tmp_path / "b.db") as brain:
+        fill(brain, 100)
+        assert brain.embedder is not None
+        cache = tmp_path / "index.npz"
+        index = VectorIndex(
+            brain.store, brain.embedder, cache=cache, config=IndexConfig(save_every=5)
+        )
+        index.sync()  # a first load from the store is written at once
+        assert cached_rows(cache) == 100
+        fill(brain, 9, start=100)
+        index.sync()  # 9 changes: more than save_every, less than a tenth of the rows
+        assert cached_rows(cache) == 100
+        fill(brain, 2, start=109)
+        index.sync()
+        assert cached_rows(cache) == 111
+
+
+def same(got: list[Scored], expected: list[Scored]) -> None:
+    assert [(s.chunk_id, s.document_id) for s in got] == [
+        (s.chunk_id, s.document_id) for s in expected
+    ]
+    assert [s.score for s in got] == pytest.approx([s.score for s in expected], rel=1e-5)
+
+
+@pytest.mark.parametrize(("exact_max", "candidates"), [(20_000, 50), (0, 10_000), (0, 50)])
+def test_an_index_kept_up_to_date_finds_what_a_fresh_one_finds(
+    tmp_path: Path, exact_max: int, candidates: int
+) -> None:
+    """Writes, updates and deletions applied to a live index (dead rows, appends into spare
+    room, compaction) leave it answering exactly as an index built afresh from the store.
+    With fewer candidates than rows, Hamming ties at the cut may pick other candidates in
+    another row order, so there every hit must be live and scored as the fresh index does."""
+    config = IndexConfig(exact_max=exact_max, candidates=candidates)
+    with open_brain(tmp_path / "b.db") as brain:
+        assert brain.embedder is not None
+        texts = fill(brain, 120)
+        live = VectorIndex(brain.store, brain.embedder, config=config)
+        live.sync()
+        fill(brain, 5, start=150)
+        live.sync()  # an append: later ones go into the room it left
+        snapshot = live._rows
+        before = [snapshot.ids.copy(), snapshot.half.copy(), snapshot.alive.copy()]
+        for round_ in range(4):
+            fill(brain, 30, start=200 + 30 * round_)  # appends
+            for i in range(round_ * 25, round_ * 25 + 25):  # deletions
+                brain.delete_document(brain.find_document(f"n/{i}.md").id)
+            brain.ingest_markdown("# Note 110\n\nrewritten river", uri="n/110.md")  # an update
+            live.sync()
+            fresh = VectorIndex(brain.store, brain.embedder, config=config)
+            fresh.sync()
+            # the same centre (the live index recentres only after many changes)
+            fresh._rows = fresh._rows.compacted(live._rows.center, exact_max)
+            assert len(live) == len(fresh)
+            queries = [live.centre(v) for v in brain.embedder.encode([*texts[::7], "river"])]
+            for query in queries:
+                if live.quantized and candidates < len(live):
+                    hits = live.search(query, 10)
+                    right = fresh.scores(query, [s.chunk_id for s in hits])
+                    assert [s.score for s in hits] == pytest.approx(
+                        [right[s.chunk_id] for s in hits], rel=1e-5
+                    )
+                    continue
+                same(live.search(query, 10), fresh.search(query, 10))
+                got = live.search(query, 5, best_per_document=True)
+                same(got, fresh.search(query, 5, best_per_document=True))
+                some = {s.chunk_id for s in fresh.search(query, 40)[::3]}
+                same(live.search(query, 5, allowed=some), fresh.search(query, 5, allowed=some))
+                chunks = [s.chunk_id for s in fresh.search(query, 20)]
+                assert live.scores(query, chunks) == pytest.approx(fresh.scores(query, chunks))
+        assert live._rows.dead * 5 <= len(live._rows.ids)
+        # the first snapshot never changed under a search that might still hold it
+        after = [snapshot.ids, snapshot.half, snapshot.alive]
+        assert all(np.array_equal(a, b) for a, b in zip(after, before, strict=True))
+        assert snapshot.dead == 0

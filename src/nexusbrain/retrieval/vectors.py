@@ -56,15 +56,58 @@ class IndexConfig:
 
     exact_max: int = 20_000  # up to this many vectors, an exact float32 product
     candidates: int = 2_000  # past it, this many nearest by Hamming distance, rescored exactly
-    save_every: int = 2_000  # rewrite the cache file after this many changed rows (and on close)
+    # rewrite the cache file after this many changed rows, or a tenth of the rows if more
+    # (and on close)
+    save_every: int = 2_000
     centre: bool = True  # take similarities around the mean vector (per model: profiles.py)
     centre_prior: int = 100  # the centre is the mean vector × n / (n + centre_prior)
 
 
+class _Buffers:
+    """Row arrays with room to grow. A `_Rows` is a view of their first rows, so appending
+    past its end changes nothing it can see."""
+
+    def __init__(
+        self,
+        ids: NDArray[np.int64],
+        docs: NDArray[np.int64],
+        half: NDArray[np.float16],
+        norms: NDArray[np.float32],
+        codes: NDArray[np.uint64],
+    ) -> None:
+        self.ids, self.docs, self.half, self.norms, self.codes = ids, docs, half, norms, codes
+        self.used = len(ids)  # rows written; views past it would see garbage
+
+    @classmethod
+    def grown(cls, rows: _Rows, capacity: int) -> _Buffers:
+        """New buffers holding `rows` and room for `capacity` rows in all."""
+        n = len(rows.ids)
+        out = cls(
+            np.empty(capacity, np.int64),
+            np.empty(capacity, np.int64),
+            np.empty((capacity, rows.half.shape[1]), np.float16),
+            np.empty(capacity, np.float32),
+            np.empty((capacity, rows.codes.shape[1]), np.uint64),
+        )
+        for name in ("ids", "docs", "half", "norms", "codes"):
+            getattr(out, name)[:n] = getattr(rows, name)
+        out.used = n
+        return out
+
+    @property
+    def capacity(self) -> int:
+        return len(self.ids)
+
+
 @dataclass(frozen=True, slots=True)
 class _Rows:
-    """The index content: row r is chunk ids[r] of document docs[r]. Immutable: a change
-    builds a new one, so a search in flight keeps a consistent view."""
+    """The index content: row r is chunk ids[r] of document docs[r], searched while alive[r].
+
+    Immutable as a search sees it: every change makes a new `_Rows`, so a search in flight
+    keeps a consistent view. A change costs what it changes, not a copy of the index (which
+    at 1M chunks is 550 MB): new rows are written past the end of shared buffers, and removed
+    rows are only marked dead in a copy of the one-byte-per-row `alive` mask. Dead rows are
+    dropped when they pass a fifth of the rows (`compacted`)."""
 
     ids: NDArray[np.int64]
     docs: NDArray[np.int64]
@@ -73,6 +116,9 @@ class _Rows:
     norms: NDArray[np.float32]  # |v - c| of each row
     codes: NDArray[np.uint64]  # sign bits of (v - c), packed
     full: NDArray[np.float32] | None  # float32 rows while exact search is used
+    alive: NDArray[np.bool_]
+    dead: int
+    buffers: _Buffers
 
     @classmethod
     def build(
@@ -84,41 +130,77 @@ class _Rows:
         exact_max: int,
     ) -> _Rows:
         norms, codes = _norms_and_codes(half, center)
+        return cls.of(ids, docs, half, center, norms, codes, exact_max)
+
+    @classmethod
+    def of(
+        cls,
+        ids: NDArray[np.int64],
+        docs: NDArray[np.int64],
+        half: NDArray[np.float16],
+        center: NDArray[np.float32],
+        norms: NDArray[np.float32],
+        codes: NDArray[np.uint64],
+        exact_max: int,
+    ) -> _Rows:
+        """Live rows over these very arrays (no room to grow: the first append copies)."""
         full = half.astype(np.float32) if len(half) <= exact_max else None
-        return cls(ids, docs, half, center, norms, codes, full)
+        alive = np.ones(len(ids), np.bool_)
+        buffers = _Buffers(ids, docs, half, norms, codes)
+        return cls(ids, docs, half, center, norms, codes, full, alive, 0, buffers)
 
-    def take(self, keep: NDArray[np.bool_], exact_max: int) -> _Rows:
-        rows = replace(
+    @property
+    def live(self) -> int:
+        return len(self.ids) - self.dead
+
+    def plus(
+        self,
+        ids: NDArray[np.int64],
+        docs: NDArray[np.int64],
+        half: NDArray[np.float16],
+        exact_max: int,
+    ) -> _Rows:
+        """These rows added at the end."""
+        n, m = len(self.ids), len(ids)
+        buffers = self.buffers
+        if buffers.used != n or n + m > buffers.capacity:
+            buffers = _Buffers.grown(self, n + m + max(1024, (n + m) // 4))
+        norms, codes = _norms_and_codes(half, self.center)
+        end = n + m
+        buffers.ids[n:end], buffers.docs[n:end], buffers.half[n:end] = ids, docs, half
+        buffers.norms[n:end], buffers.codes[n:end] = norms, codes
+        buffers.used = end
+        full = None
+        if end <= exact_max:
+            old = self.full if self.full is not None else self.half.astype(np.float32)
+            full = np.concatenate([old, half.astype(np.float32)])
+        return replace(
             self,
-            ids=self.ids[keep],
-            docs=self.docs[keep],
-            half=self.half[keep],
-            norms=self.norms[keep],
-            codes=self.codes[keep],
-            full=None if self.full is None else self.full[keep],
+            ids=buffers.ids[:end],
+            docs=buffers.docs[:end],
+            half=buffers.half[:end],
+            norms=buffers.norms[:end],
+            codes=buffers.codes[:end],
+            full=full,
+            alive=np.concatenate([self.alive, np.ones(m, np.bool_)]),
+            buffers=buffers,
         )
-        return rows.with_exact(exact_max)
 
-    def plus(self, other: _Rows, exact_max: int) -> _Rows:
-        both = self.full is not None and other.full is not None
-        rows = replace(
-            self,
-            ids=np.concatenate([self.ids, other.ids]),
-            docs=np.concatenate([self.docs, other.docs]),
-            half=np.concatenate([self.half, other.half]),
-            norms=np.concatenate([self.norms, other.norms]),
-            codes=np.concatenate([self.codes, other.codes]),
-            full=np.concatenate([self.full, other.full]) if both else None,
-        )
-        return rows.with_exact(exact_max)
+    def without(self, chunk_ids: NDArray[np.int64]) -> _Rows:
+        """The rows of these chunks marked dead."""
+        hit = np.isin(self.ids, chunk_ids) & self.alive
+        found = int(np.count_nonzero(hit))
+        if not found:
+            return self
+        return replace(self, alive=self.alive & ~hit, dead=self.dead + found)
 
-    def with_exact(self, exact_max: int) -> _Rows:
-        """Exact search keeps float32 rows; quantized search does not."""
-        if len(self.ids) > exact_max:
-            return self if self.full is None else replace(self, full=None)
-        if self.full is None:
-            return replace(self, full=self.half.astype(np.float32))
-        return self
+    def compacted(self, center: NDArray[np.float32], exact_max: int) -> _Rows:
+        """The live rows alone, in new arrays; with a new centre, new norms and codes."""
+        keep = self.alive
+        ids, docs, half = self.ids[keep], self.docs[keep], self.half[keep]
+        if np.array_equal(center, self.center):
+            return _Rows.of(ids, docs, half, center, self.norms[keep], self.codes[keep], exact_max)
+        return _Rows.build(ids, docs, half, center, exact_max)
 
 
 class VectorIndex:
@@ -159,11 +241,11 @@ class VectorIndex:
         self._rows = _Rows.build(np.zeros(0, np.int64), np.zeros(0, np.int64), empty, zeros, 0)
 
     def __len__(self) -> int:
-        return len(self._rows.ids)
+        return self._rows.live
 
     @property
     def quantized(self) -> bool:
-        return self._rows.full is None and len(self._rows.ids) > 0
+        return self._rows.full is None and self._rows.live > 0
 
     # keeping up with the store
 
@@ -177,9 +259,11 @@ class VectorIndex:
                 self._seq = seq
                 self._unsaved += len(added) + len(gone)
                 self._drift += len(added) + len(gone)
-            if self._drift > max(32, len(self._rows.ids)):
+            if self._drift > max(32, self._rows.live):
                 self._recentre()
-            if self._unsaved >= self.config.save_every:
+            # a tenth of a large index: rewriting a 500 MB file every 2,000 changes would cost
+            # more than the reads it saves at the next start
+            if self._unsaved >= max(self.config.save_every, self._rows.live // 10):
                 self._save()
 
     def save(self) -> None:
@@ -204,20 +288,21 @@ class VectorIndex:
         rows = self._rows
         drop = set(gone) | set(added)
         if drop:
-            keep = ~np.isin(rows.ids, np.fromiter(drop, dtype=np.int64, count=len(drop)))
-            rows = rows.take(keep, self.config.exact_max)
+            rows = rows.without(np.fromiter(drop, dtype=np.int64, count=len(drop)))
         if added:
             ids, docs, matrix = self.store.load_vectors(
                 self.embedder.model_id, self.embedder.dim, added
             )
-            new = _Rows.build(ids, docs, matrix.astype(np.float16), rows.center, len(ids))
-            rows = rows.plus(new, self.config.exact_max)
+            rows = rows.plus(ids, docs, matrix.astype(np.float16), self.config.exact_max)
+        small = rows.full is None and rows.live <= self.config.exact_max  # exact search again
+        if rows.dead * 5 > len(rows.ids) or (rows.dead and small):
+            rows = rows.compacted(rows.center, self.config.exact_max)
         self._rows = rows
 
     def _recentre(self) -> None:
         rows = self._rows
-        center = self._center_of(rows.half)
-        self._rows = _Rows.build(rows.ids, rows.docs, rows.half, center, self.config.exact_max)
+        center = self._center_of(rows.half[rows.alive])
+        self._rows = rows.compacted(center, self.config.exact_max)
         self._drift = 0
 
     def _center_of(self, half: NDArray[np.float16]) -> NDArray[np.float32]:
@@ -272,9 +357,9 @@ class VectorIndex:
                     seq=np.array(self._seq, dtype=np.int64),
                     centred=np.array(self.config.centre),
                     center=rows.center,
-                    ids=rows.ids,
-                    docs=rows.docs,
-                    half=rows.half,
+                    ids=rows.ids[rows.alive],
+                    docs=rows.docs[rows.alive],
+                    half=rows.half[rows.alive],
                 )
             os.replace(partial, self.cache)
             self._unsaved = 0
@@ -298,7 +383,7 @@ class VectorIndex:
         """The centred unit vectors of these chunks (those in the index)."""
         rows = self._rows
         wanted = np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids))
-        found = np.flatnonzero(np.isin(rows.ids, wanted))
+        found = np.flatnonzero(np.isin(rows.ids, wanted) & rows.alive)
         centred = (rows.half[found].astype(np.float32) - rows.center) / rows.norms[found, None]
         return {int(rows.ids[r]): row for r, row in zip(found, centred, strict=True)}
 
@@ -314,18 +399,23 @@ class VectorIndex:
     ) -> list[Scored]:
         """The k rows most similar to a centred query (see `centre`, which syncs), best first."""
         rows = self._rows
-        if len(rows.ids) == 0 or k <= 0:
+        if rows.live == 0 or k <= 0:
             return []
         query = query.astype(np.float32)
-        positions = None  # every row
+        positions = None  # every row, dead ones too (their scores are dropped below)
         if allowed is not None:
             wanted = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
-            positions = np.flatnonzero(np.isin(rows.ids, wanted))
+            positions = np.flatnonzero(np.isin(rows.ids, wanted) & rows.alive)
         if rows.full is None:  # quantized: rescore the nearest codes
             codes = rows.codes if positions is None else rows.codes[positions]
-            near = self._nearest(codes, query)
+            dead = ~rows.alive if positions is None and rows.dead else None
+            near = self._nearest(codes, query, dead)
             positions = near if positions is None else positions[near]
-        return _ranked(rows, positions, _scores(rows, positions, query), k, best_per_document)
+        scores = _scores(rows, positions, query)
+        if rows.dead and allowed is None:
+            live = rows.alive if positions is None else rows.alive[positions]
+            scores = np.where(live, scores, np.float32(-np.inf))
+        return _ranked(rows, positions, scores, k, best_per_document)
 
     def scores(
         self, query: NDArray[np.float32], chunk_ids: Sequence[int], *, per_document: bool = False
@@ -334,9 +424,9 @@ class VectorIndex:
         the best chunk of each of these chunks' documents (keyed by document id)."""
         rows = self._rows
         wanted = np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids))
-        positions = np.flatnonzero(np.isin(rows.ids, wanted))
+        positions = np.flatnonzero(np.isin(rows.ids, wanted) & rows.alive)
         if per_document:
-            positions = np.flatnonzero(np.isin(rows.docs, rows.docs[positions]))
+            positions = np.flatnonzero(np.isin(rows.docs, rows.docs[positions]) & rows.alive)
         scores = _scores(rows, positions, query.astype(np.float32))
         keys = (rows.docs if per_document else rows.ids)[positions]
         best: dict[int, float] = {}
@@ -345,9 +435,14 @@ class VectorIndex:
                 best[key] = score
         return best
 
-    def _nearest(self, codes: NDArray[np.uint64], query: NDArray[np.float32]) -> NDArray[np.intp]:
+    def _nearest(
+        self,
+        codes: NDArray[np.uint64],
+        query: NDArray[np.float32],
+        dead: NDArray[np.bool_] | None = None,
+    ) -> NDArray[np.intp]:
         """Positions in `codes` of the `candidates` codes nearest to the query's (the query
-        is centred already, so its signs are taken around zero)."""
+        is centred already, so its signs are taken around zero); `dead` rows come last."""
         if len(codes) <= self.config.candidates:
             return np.arange(len(codes))
         mine = _codes(query[None, :], np.zeros_like(query))[0]
@@ -355,6 +450,8 @@ class VectorIndex:
         distance = bits[:, 0].astype(np.int32)
         for word in range(1, bits.shape[1]):
             distance += bits[:, word]
+        if dead is not None:
+            distance[dead] = 64 * codes.shape[1] + 1
         return np.argpartition(distance, self.config.candidates - 1)[: self.config.candidates]
 
 
