@@ -258,8 +258,7 @@ class _Positions:
         """The first position in list `name` of the chunk or (when known) of its document."""
         chunks, documents = self.by_list[name]
         by_document = documents.get(document_id) if document_id is not None else None
-        found = [p for p in (chunks.get(chunk_id), by_document) if p is not None]
-        return min(found) if found else None
+        return min((p for p in (chunks.get(chunk_id), by_document) if p is not None), default=None)
 
 
 def _traced(

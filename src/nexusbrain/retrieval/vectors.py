@@ -63,6 +63,9 @@ class IndexConfig:
     centre_prior: int = 100  # the centre is the mean vector × n / (n + centre_prior)
 
 
+_BUFFERED = ("ids", "docs", "half", "norms", "codes")  # the per-row arrays of _Buffers
+
+
 class _Buffers:
     """Row arrays with room to grow. A `_Rows` is a view of their first rows, so appending
     past its end changes nothing it can see."""
@@ -89,7 +92,7 @@ class _Buffers:
             np.empty(capacity, np.float32),
             np.empty((capacity, rows.codes.shape[1]), np.uint64),
         )
-        for name in ("ids", "docs", "half", "norms", "codes"):
+        for name in _BUFFERED:
             getattr(out, name)[:n] = getattr(rows, name)
         out.used = n
         return out
@@ -167,8 +170,9 @@ class _Rows:
             buffers = _Buffers.grown(self, n + m + max(1024, (n + m) // 4))
         norms, codes = _norms_and_codes(half, self.center)
         end = n + m
-        buffers.ids[n:end], buffers.docs[n:end], buffers.half[n:end] = ids, docs, half
-        buffers.norms[n:end], buffers.codes[n:end] = norms, codes
+        added = dict(zip(_BUFFERED, (ids, docs, half, norms, codes), strict=True))
+        for name, values in added.items():
+            getattr(buffers, name)[n:end] = values
         buffers.used = end
         full = None
         if end <= exact_max:
@@ -176,11 +180,7 @@ class _Rows:
             full = np.concatenate([old, half.astype(np.float32)])
         return replace(
             self,
-            ids=buffers.ids[:end],
-            docs=buffers.docs[:end],
-            half=buffers.half[:end],
-            norms=buffers.norms[:end],
-            codes=buffers.codes[:end],
+            **{name: getattr(buffers, name)[:end] for name in _BUFFERED},
             full=full,
             alive=np.concatenate([self.alive, np.ones(m, np.bool_)]),
             buffers=buffers,
