@@ -44,6 +44,9 @@ class LexicalConfig:
     # Elasticsearch's "common terms" cut-off. 0 turns it off. See docs/tuning.md.
     common_share: float = 0.15
     common_min_rows: int = 1000
+    # Score BM25 in numpy from FTS5's postings (the same rows and scores as FTS5's bm25(),
+    # several times faster on frequent words); False ranks with bm25() inside FTS5.
+    from_postings: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,7 +149,13 @@ class Searcher:
         weights = (lex.text_weight, lex.heading_weight, lex.context_weight)
         common = self.store.common_terms(terms, lex.common_share, lex.common_min_rows)
         found = self.store.lexical_search(
-            terms, depth, filters, best_per_document=best, weights=weights, common=common
+            terms,
+            depth,
+            filters,
+            best_per_document=best,
+            weights=weights,
+            common=common,
+            from_postings=lex.from_postings,
         )
         return found, common
 

@@ -86,11 +86,14 @@ class Store(Protocol):
         best_per_document: bool = False,
         weights: tuple[float, float, float] = (1.0, 0.5, 0.2),
         common: Sequence[str] = (),
+        from_postings: bool = True,
     ) -> list[Scored]:
         """BM25 over the text, heading and context columns, weighted. Terms are plain words,
         joined with OR; the backend escapes them. Scores are higher-is-better. Terms in
         `common` add to the score of chunks that hold another term but bring in no chunk by
-        themselves (unless every term is common); scores are always over all the terms."""
+        themselves (unless every term is common); scores are always over all the terms.
+        `from_postings` lets the backend score the postings itself where it can, with the
+        same results as its engine's ranking (False: always the engine's)."""
         ...
 
     def common_terms(self, terms: Sequence[str], share: float, min_rows: int) -> list[str]:

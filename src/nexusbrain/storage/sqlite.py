@@ -36,6 +36,7 @@ from nexusbrain.records import (
 from nexusbrain.storage import multirow, transfer
 from nexusbrain.storage import vectors_sqlite as vector_sql
 from nexusbrain.storage.fts import fts_or_query
+from nexusbrain.storage.fts_postings import CACHE_BYTES, PostingScorer
 from nexusbrain.storage.migrations import MIGRATIONS
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,16 @@ class SQLiteStore:
     """A `Store` over one SQLite file. Safe to share between threads: each thread gets its
     own connection, and writes are serialised by a lock plus SQLite's own write lock."""
 
-    def __init__(self, path: Path | str, *, busy_timeout_ms: int = 10_000) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        busy_timeout_ms: int = 10_000,
+        postings_cache_bytes: int = CACHE_BYTES,
+    ) -> None:
         self.path = Path(path)
         self._busy_timeout_ms = busy_timeout_ms
+        self._postings = PostingScorer("chunks_fts", postings_cache_bytes)
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._connections: list[sqlite3.Connection] = []
@@ -384,13 +392,28 @@ class SQLiteStore:
         best_per_document: bool = False,
         weights: tuple[float, float, float] = (1.0, 0.5, 0.2),
         common: Sequence[str] = (),
+        from_postings: bool = True,
     ) -> list[Scored]:
         matches = _match_expressions(terms, common)
         if not matches or k <= 0:
             return []
+        where, params = _filter_sql(filters)
+        if from_postings and not where:
+            try:
+                found = self._postings.search(
+                    self.connection(),
+                    terms,
+                    k,
+                    weights=weights,
+                    common=common,
+                    best_per_document=best_per_document,
+                )
+            except sqlite3.OperationalError as exc:
+                raise StorageError(f"lexical search failed for {terms!r}: {exc}") from exc
+            if found is not None:
+                return found
         # bm25() in the select list is ~30% faster than FTS5's `rank MATCH` path (same scores).
         rank_fn = "bm25(chunks_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
-        where, params = _filter_sql(filters)
         if not where and not best_per_document:
             sql = (
                 f"SELECT rowid, {rank_fn} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"

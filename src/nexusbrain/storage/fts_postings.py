@@ -1,0 +1,408 @@
+"""BM25 scored in numpy from FTS5's own postings: FTS5's bm25() scores, exactly, at a
+fraction of the cost when the query's words are in many chunks.
+
+FTS5's bm25() costs about a microsecond for each row that matches: it decodes the row's
+positions, looks up the row's size and feeds a sorter. Reading a word's postings out of an
+fts5vocab 'instance' table, joined into one string inside SQLite, costs about a sixth of
+that, and numpy then scores every row at once. The formula, the constants and the order of
+every sum are FTS5's (fts5_aux.c), so the scores are the same doubles that bm25() returns.
+
+Beyond the postings, it needs:
+- each query word as FTS5 tokenizes it. A temporary FTS5 table with the same tokenizer, on
+  each connection, gives a word's tokens. A word that is not exactly one token (`foo_bar`
+  is a phrase of two) leaves the query to FTS5's own bm25();
+- each row's size in tokens, from the %_docsize table. It is held in one array indexed by
+  chunk id and kept up to date from the chunk change log;
+- the row count and the token totals, from FTS5's averages record.
+
+A search reads all three inside one read transaction, so they describe one snapshot. A
+term's scored postings are cached by (change seq, token, weights) within a byte budget,
+least recently used out first. Any write moves the seq on, so nothing stale is ever read.
+While a write lands, a search that started on the older snapshot can read the size of a
+chunk id re-used by that write; that row's score is then off until the next search.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import threading
+from collections import OrderedDict, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from nexusbrain.records import Scored
+from nexusbrain.storage import vectors_sqlite as vector_sql
+
+Ids = NDArray[np.int64]
+Floats = NDArray[np.float64]
+ScoredRows = tuple[NDArray[np.int32], Floats]  # rows holding a token, and its share of each
+
+# FTS5's bm25() constants (fts5_aux.c).
+K1 = 1.2
+B = 0.75
+CACHE_BYTES = 32 << 20
+_SIZE_BATCH = 65_536  # %_docsize rows read per statement on the first load
+_ID_BATCH = 900  # ids per `IN (...)` list
+_TOKEN_CACHE = 50_000  # words whose tokens are remembered
+_COLUMN_BITS = 3  # a posting is encoded as row * 8 + column index inside SQLite
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    name: str
+    tokenize: str
+    columns: tuple[str, ...]
+
+
+def varints(blob: bytes) -> list[int]:
+    """The SQLite varints of an FTS5 record: groups of 7 bits, most significant first.
+    (The 9-byte form, for values past 2**56, never occurs in token counts.)"""
+    out, value = [], 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            out.append(value)
+            value = 0
+    return out
+
+
+def record_sums(blobs: Sequence[bytes]) -> NDArray[np.int64]:
+    """The sum of each record's varints (a %_docsize record: the row's size in tokens), for
+    many records at once."""
+    if not blobs:
+        return np.zeros(0, np.int64)
+    lengths = np.fromiter(map(len, blobs), np.int64, len(blobs))
+    raw = np.frombuffer(b"".join(blobs), np.uint8).astype(np.int64)
+    ends = np.flatnonzero(raw < 0x80)  # the last byte of each varint
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    values = np.zeros(len(ends), np.int64)
+    for offset in range(int((ends - starts).max()) + 1):
+        at = starts + offset
+        live = at <= ends
+        values[live] = (values[live] << 7) | (raw[at[live]] & 0x7F)
+    owner = np.searchsorted(np.cumsum(lengths) - 1, ends)  # the record each varint ends in
+    sums = np.zeros(len(blobs), np.int64)
+    np.add.at(sums, owner, values)
+    return sums
+
+
+def phrase_order(terms: Sequence[str], common: Sequence[str]) -> tuple[list[str], int]:
+    """The query's phrases in the order FTS5 sums them, and how many lead before the common
+    ones: the rarer terms then the common ones when the query is split (see
+    sqlite._match_expressions), else every term in order and 0 (no split)."""
+    skip = set(common)
+    rare = [t for t in terms if t and t not in skip]
+    frequent = [t for t in terms if t and t in skip]
+    if not rare or not frequent:
+        return [t for t in terms if t], 0
+    return rare + frequent, len(rare)
+
+
+class PostingScorer:
+    """BM25 for one FTS5 table, computed from its postings. Shared by every thread of a
+    store; each thread passes its own connection."""
+
+    def __init__(self, table: str = "chunks_fts", cache_bytes: int = CACHE_BYTES) -> None:
+        self._table_name = table
+        self._table: _Table | None = None
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._sizes = np.zeros(0, np.int32)  # row size in tokens, by rowid
+        self._seq = -1  # the chunk change the sizes are complete to
+        self._tokens: dict[str, tuple[str, ...]] = {}
+        self._cache: OrderedDict[tuple[object, ...], ScoredRows] = OrderedDict()
+        self._cache_seq = -1
+        self._cache_used = 0
+        self._cache_budget = cache_bytes
+
+    def search(
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str],
+        k: int,
+        *,
+        weights: Sequence[float],
+        common: Sequence[str] = (),
+        best_per_document: bool = False,
+    ) -> list[Scored] | None:
+        """The top `k` rows as FTS5's `ORDER BY bm25(...), rowid LIMIT k` would give them,
+        with the same split on common terms. None when a term is not a single token or the
+        connection is inside a transaction: the caller then asks FTS5."""
+        if conn.in_transaction:
+            # An open write may yet roll back, and its change seqs be used again for other
+            # rows: nothing it shows may go into the shared sizes or cache.
+            return None
+        table = self._prepare(conn)
+        phrases, lead = phrase_order(terms, common)
+        tokens = self._tokenized(conn, phrases)
+        if not phrases or any(len(t) != 1 for t in tokens):
+            return None
+        conn.execute("BEGIN")
+        try:
+            seq = vector_sql.latest_change(conn)
+            sizes = self._synced_sizes(conn, table, seq)
+            totals = conn.execute(f"SELECT block FROM {table.name}_data WHERE id = 1").fetchone()
+            if totals is None:
+                return []
+            counts = varints(totals[0])
+            n_rows, n_tokens = counts[0], sum(counts[1:])
+            if n_rows == 0 or k <= 0:
+                return []
+            key = (tuple(float(w) for w in weights[: len(table.columns)]),)
+            lists = [
+                self._scored(conn, table, seq, key, t[0], n_rows, n_tokens / n_rows, sizes)
+                for t in tokens
+            ]
+            rows, score = _accumulate(lists, lead)
+            if not len(rows):
+                return []
+            if best_per_document:
+                return _best_documents(conn, rows, score[rows], k)
+            top = _top(rows, score[rows], k)
+            return [Scored(int(r), float(score[r])) for r in top]
+        finally:
+            conn.execute("COMMIT")
+
+    # set-up
+
+    def _prepare(self, conn: sqlite3.Connection) -> _Table:
+        table = self._table
+        if table is None:
+            table = self._table = _describe(conn, self._table_name)
+        if getattr(self._local, "conn", None) is not conn:
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.nb_postings"
+                f" USING fts5vocab(main, {table.name}, instance)"
+            )
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.nb_words USING fts5"
+                f" (word, tokenize = '{table.tokenize.replace(chr(39), chr(39) * 2)}')"
+            )
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.nb_word_tokens"
+                " USING fts5vocab(temp, nb_words, instance)"
+            )
+            self._local.conn = conn
+        return table
+
+    def _tokenized(self, conn: sqlite3.Connection, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """Each word's tokens, as the table's tokenizer makes them."""
+        missing = [w for w in dict.fromkeys(words) if w not in self._tokens]
+        if missing:
+            conn.executemany(
+                "INSERT INTO temp.nb_words (rowid, word) VALUES (?, ?)", enumerate(missing)
+            )
+            found: dict[int, list[str]] = defaultdict(list)
+            try:
+                for doc, term in conn.execute(
+                    "SELECT doc, term FROM temp.nb_word_tokens ORDER BY doc, offset"
+                ):
+                    found[int(doc)].append(term)
+            finally:
+                conn.execute("DELETE FROM temp.nb_words")
+            if len(self._tokens) > _TOKEN_CACHE:
+                self._tokens.clear()
+            for i, word in enumerate(missing):
+                self._tokens[word] = tuple(found.get(i, ()))
+        return [self._tokens[w] for w in words]
+
+    # row sizes
+
+    def _synced_sizes(self, conn: sqlite3.Connection, table: _Table, seq: int) -> NDArray[np.int32]:
+        with self._lock:
+            if seq > self._seq:
+                if self._seq < 0:
+                    self._sizes = _all_sizes(conn, table)
+                else:
+                    _, added, _ = vector_sql.changes_since(conn, self._seq)
+                    self._sizes = _with_sizes(conn, table, self._sizes, added)
+                self._seq = seq
+            return self._sizes
+
+    # postings
+
+    def _scored(
+        self,
+        conn: sqlite3.Connection,
+        table: _Table,
+        seq: int,
+        key: tuple[object, ...],
+        token: str,
+        n_rows: int,
+        avgdl: float,
+        sizes: NDArray[np.int32],
+    ) -> ScoredRows:
+        """The rows holding `token` and its BM25 share of each row's score."""
+        weights = key[0]
+        assert isinstance(weights, tuple)
+        full_key = (seq, token, *key)
+        with self._lock:
+            hit = self._cache.get(full_key)
+            if hit is not None:
+                self._cache.move_to_end(full_key)
+                return hit
+        rows, freq = _postings(conn, table, token, weights)
+        n = len(rows)
+        # fts5_aux.c, fts5Bm25Function: the same operations in the same order.
+        idf = math.log((n_rows - n + 0.5) / (n + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        size = sizes[rows].astype(np.float64)
+        share = idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * size / avgdl)))
+        found = (rows.astype(np.int32), share)
+        self._remember(full_key, seq, found)
+        return found
+
+    def _remember(self, key: tuple[object, ...], seq: int, value: ScoredRows) -> None:
+        cost = value[0].nbytes + value[1].nbytes
+        with self._lock:
+            if seq < self._cache_seq or cost > self._cache_budget:
+                return
+            if seq > self._cache_seq:
+                self._cache.clear()
+                self._cache_used, self._cache_seq = 0, seq
+            if key in self._cache:
+                return
+            self._cache[key] = value
+            self._cache_used += cost
+            while self._cache_used > self._cache_budget:
+                _, (rows, share) = self._cache.popitem(last=False)
+                self._cache_used -= rows.nbytes + share.nbytes
+
+
+def _describe(conn: sqlite3.Connection, name: str) -> _Table:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        raise sqlite3.OperationalError(f"no FTS5 table named {name}")
+    match = re.search(r"tokenize\s*=\s*'((?:[^']|'')*)'", row[0])
+    tokenize = match.group(1).replace("''", "'") if match else "unicode61"
+    columns = tuple(r[1] for r in conn.execute(f"PRAGMA table_info({name})"))
+    if len(columns) >= 1 << _COLUMN_BITS:
+        raise sqlite3.OperationalError(f"{name} has more columns than postings can encode")
+    return _Table(name, tokenize, columns)
+
+
+def _postings(
+    conn: sqlite3.Connection, table: _Table, token: str, weights: tuple[float, ...]
+) -> tuple[Ids, Floats]:
+    """The rows holding `token`, and its weighted frequency in each: the sum over its
+    instances of their column's weight, in FTS5's order (column, then offset)."""
+    cases = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(table.columns))
+    joined = conn.execute(
+        f"SELECT group_concat((doc << {_COLUMN_BITS}) + CASE col {cases} END)"
+        " FROM temp.nb_postings WHERE term = ?",
+        (token,),
+    ).fetchone()[0]
+    if not joined:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    coded = np.fromstring(joined, dtype=np.int64, sep=",")
+    rows = coded >> _COLUMN_BITS
+    if len(rows) > 1 and bool(np.any(rows[1:] < rows[:-1])):
+        order = np.argsort(coded, kind="stable")
+        coded, rows = coded[order], rows[order]
+    # FTS5 weighs a column it has no weight for at 1.0.
+    column_weight = np.ones(1 << _COLUMN_BITS)
+    column_weight[: len(weights)] = weights
+    weight = column_weight[coded & ((1 << _COLUMN_BITS) - 1)]
+    starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    return rows[starts], np.add.reduceat(weight, starts)
+
+
+def _accumulate(lists: list[ScoredRows], lead: int) -> tuple[Ids, Floats]:
+    """Every row's score (phrase shares added in phrase order, as FTS5 does) and the rows
+    that may be returned: those holding any phrase, or, when the query is split, any of the
+    `lead` rarer ones."""
+    all_rows = np.concatenate([r for r, _ in lists])
+    if not len(all_rows):
+        return np.zeros(0, np.int64), np.zeros(0)
+    size = int(all_rows.max()) + 1
+    shares = np.concatenate([s for _, s in lists])
+    score = np.bincount(all_rows, weights=shares, minlength=size).astype(np.float64, copy=False)
+    present = np.zeros(size, bool)
+    for rows, _ in lists[:lead] if lead else lists:
+        present[rows] = True
+    return np.flatnonzero(present).astype(np.int64, copy=False), score
+
+
+def _top(rows: Ids, scores: Floats, k: int) -> Ids:
+    """The k best rows, higher score first and the lower row id among equals."""
+    if len(rows) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = scores >= kth  # every row tied with the k-th, so that ids break the tie
+        rows, scores = rows[keep], scores[keep]
+    return rows[np.lexsort((rows, -scores))][:k]
+
+
+def _best_documents(conn: sqlite3.Connection, rows: Ids, scores: Floats, k: int) -> list[Scored]:
+    """Each document's best row, for the k best documents: rows are read in rank order until
+    k documents have been seen."""
+    out: list[Scored] = []
+    seen: set[int] = set()
+    order = np.lexsort((rows, -scores))
+    ordered, ranked = rows[order], scores[order]
+    for start in range(0, len(ordered), _ID_BATCH):
+        batch = ordered[start : start + _ID_BATCH].tolist()
+        marks = ",".join("?" * len(batch))
+        owner = dict(
+            conn.execute(f"SELECT id, document_id FROM chunks WHERE id IN ({marks})", batch)
+        )
+        for i, row in enumerate(batch):
+            doc = int(owner[row])
+            if doc not in seen:
+                seen.add(doc)
+                out.append(Scored(row, float(ranked[start + i]), doc))
+                if len(out) == k:
+                    return out
+    return out
+
+
+def _all_sizes(conn: sqlite3.Connection, table: _Table) -> NDArray[np.int32]:
+    ids: list[NDArray[np.int64]] = []
+    sums: list[NDArray[np.int64]] = []
+    last = -(1 << 62)
+    while True:
+        batch = conn.execute(
+            f"SELECT id, sz FROM {table.name}_docsize WHERE id > ? ORDER BY id LIMIT ?",
+            (last, _SIZE_BATCH),
+        ).fetchall()
+        if not batch:
+            break
+        ids.append(np.fromiter((r[0] for r in batch), np.int64, len(batch)))
+        sums.append(record_sums([r[1] for r in batch]))
+        last = int(batch[-1][0])
+    sizes = np.zeros(0, np.int32)
+    for got_ids, got_sums in zip(ids, sums, strict=True):
+        sizes = _placed(sizes, got_ids, got_sums)
+    return sizes
+
+
+def _with_sizes(
+    conn: sqlite3.Connection, table: _Table, sizes: NDArray[np.int32], ids: Sequence[int]
+) -> NDArray[np.int32]:
+    for start in range(0, len(ids), _ID_BATCH):
+        batch = list(ids[start : start + _ID_BATCH])
+        marks = ",".join("?" * len(batch))
+        found = conn.execute(
+            f"SELECT id, sz FROM {table.name}_docsize WHERE id IN ({marks})", batch
+        ).fetchall()
+        if found:
+            got = np.fromiter((r[0] for r in found), np.int64, len(found))
+            sizes = _placed(sizes, got, record_sums([r[1] for r in found]))
+    return sizes
+
+
+def _placed(sizes: NDArray[np.int32], ids: Ids, values: Ids) -> NDArray[np.int32]:
+    """`sizes` with sizes[ids] = values, grown (with room to spare) when an id is past its
+    end. Only new or re-used ids change, so a search reading the array meanwhile is safe."""
+    need = int(ids.max()) + 1
+    if need > len(sizes):
+        grown = np.zeros(max(need, len(sizes) + len(sizes) // 4), np.int32)
+        grown[: len(sizes)] = sizes
+        sizes = grown
+    sizes[ids] = values
+    return sizes
