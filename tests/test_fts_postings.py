@@ -11,7 +11,7 @@ import pytest
 from nexusbrain.bench.corpus import Corpus
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, Scored, SearchFilters
 from nexusbrain.retrieval.terms import query_terms
-from nexusbrain.storage import SQLiteStore
+from nexusbrain.storage import SQLiteStore, fts_postings
 from nexusbrain.storage.fts_postings import PostingScorer, phrase_order, record_sums, varints
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -96,7 +96,16 @@ def _compare(store: SQLiteStore, queries: list[list[str]]) -> int:
     return compared
 
 
-def test_postings_give_fts5_s_rows_and_scores(store: SQLiteStore) -> None:
+@pytest.mark.parametrize(
+    ("fetch_above", "cache_bytes"), [(0.0, 1 << 20), (0.125, 1 << 20), (2.0, 0)]
+)
+def test_postings_give_fts5_s_rows_and_scores(
+    store: SQLiteStore, fetch_above: float, cache_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a common term's share always from its postings, by the default rule, or never (with
+    # nothing cached, FTS5 scores the rows that hold one)
+    monkeypatch.setattr(fts_postings, "FETCH_COMMON_ABOVE", fetch_above)
+    monkeypatch.setattr(store, "_postings", PostingScorer(cache_bytes=cache_bytes))
     queries = _queries()
     assert _compare(store, queries) > 400
     # the split on common terms was exercised, and the scorer answered (not FTS5)

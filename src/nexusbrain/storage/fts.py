@@ -1,4 +1,4 @@
-"""The one function that turns user words into an FTS5 query. Nothing else builds MATCH text."""
+"""The functions that turn user words into FTS5 queries. Nothing else builds MATCH text."""
 
 from __future__ import annotations
 
@@ -13,3 +13,24 @@ def fts_or_query(terms: Sequence[str]) -> str:
     """
     quoted = ['"' + term.replace('"', '""') + '"' for term in terms if term]
     return " OR ".join(quoted)
+
+
+def match_expressions(terms: Sequence[str], common: Sequence[str]) -> list[str]:
+    """FTS5 queries whose union is "any of the rarer terms", each scoring every term once.
+
+    Without common terms (or with only common ones) that is the plain OR query. Otherwise it
+    is split in two disjoint halves: chunks with a rarer term and no common one, and chunks
+    with both. Each phrase appears once in each, so bm25() is the chunk's full score over all
+    the terms; chunks that hold only common terms are never scored, which is what makes a
+    query with a word found in a third of the chunks cheap."""
+    skip = set(common)
+    rare = fts_or_query([t for t in terms if t not in skip])
+    frequent = fts_or_query([t for t in terms if t in skip])
+    if not rare or not frequent:
+        return [m for m in (fts_or_query(terms),) if m]
+    return [f"({rare}) NOT ({frequent})", f"({rare}) AND ({frequent})"]
+
+
+def bm25_call(table: str, weights: Sequence[float]) -> str:
+    """FTS5's bm25() over `table`'s columns with these weights, as SQL."""
+    return f"bm25({table}, " + ", ".join(repr(float(w)) for w in weights) + ")"

@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 
 from nexusbrain.records import Scored
 from nexusbrain.storage import vectors_sqlite as vector_sql
+from nexusbrain.storage.fts import bm25_call, fts_or_query, match_expressions
 
 Ids = NDArray[np.int64]
 Floats = NDArray[np.float64]
@@ -46,6 +47,11 @@ ScoredRows = tuple[NDArray[np.int32], Floats]  # rows holding a token, and its s
 K1 = 1.2
 B = 0.75
 CACHE_BYTES = 32 << 20
+# When the rows holding a query's rarer terms pass this share of all rows, its common terms'
+# postings are read (~0.25 µs an instance) rather than FTS5 scoring every such row that holds
+# one (~2 µs a row): a common term is in share s of the rows, so that costs 2 s|R| against
+# 0.25 s N. Measured at 1M chunks (docs/design/retrieval.md).
+FETCH_COMMON_ABOVE = 0.125
 _SIZE_BATCH = 65_536  # %_docsize rows read per statement on the first load
 _ID_BATCH = 900  # ids per `IN (...)` list
 _TOKEN_CACHE = 50_000  # words whose tokens are remembered
@@ -94,7 +100,7 @@ def record_sums(blobs: Sequence[bytes]) -> NDArray[np.int64]:
 def phrase_order(terms: Sequence[str], common: Sequence[str]) -> tuple[list[str], int]:
     """The query's phrases in the order FTS5 sums them, and how many lead before the common
     ones: the rarer terms then the common ones when the query is split (see
-    sqlite._match_expressions), else every term in order and 0 (no split)."""
+    fts.match_expressions), else every term in order and 0 (no split)."""
     skip = set(common)
     rare = [t for t in terms if t and t not in skip]
     frequent = [t for t in terms if t and t in skip]
@@ -119,6 +125,8 @@ class PostingScorer:
         self._cache_seq = -1
         self._cache_used = 0
         self._cache_budget = cache_bytes
+        self._counts: dict[str, tuple[int, int]] = {}  # word: (count, the limit it stopped at)
+        self._counts_seq = -1
 
     def search(
         self,
@@ -146,27 +154,94 @@ class PostingScorer:
         try:
             seq = vector_sql.latest_change(conn)
             sizes = self._synced_sizes(conn, table, seq)
-            totals = conn.execute(f"SELECT block FROM {table.name}_data WHERE id = 1").fetchone()
-            if totals is None:
-                return []
-            counts = varints(totals[0])
-            n_rows, n_tokens = counts[0], sum(counts[1:])
+            n_rows, n_tokens = _totals(conn, table)
             if n_rows == 0 or k <= 0:
                 return []
             key = (tuple(float(w) for w in weights[: len(table.columns)]),)
-            lists = [
-                self._scored(conn, table, seq, key, t[0], n_rows, n_tokens / n_rows, sizes)
-                for t in tokens
-            ]
-            rows, score = _accumulate(lists, lead)
+
+            def scored(token: str) -> ScoredRows:
+                return self._scored(conn, table, seq, key, token, n_rows, n_tokens / n_rows, sizes)
+
+            lists = [scored(t[0]) for t in tokens[: lead or len(tokens)]]
+            rows = _holding(lists)
+            frequent = [t[0] for t in tokens[lead:]] if lead else []
+            # A common term's share of each row's score comes from its postings when they
+            # are cached, or when the rarer terms hold so many rows that reading its
+            # postings costs less than FTS5 scoring those rows (FETCH_COMMON_ABOVE).
+            if frequent and (
+                len(rows) > FETCH_COMMON_ABOVE * n_rows
+                or all(self._cached((seq, t, *key)) for t in frequent)
+            ):
+                lists += [scored(t) for t in frequent]
+                frequent = []
             if not len(rows):
                 return []
+            score = _summed(lists)
+            if frequent:
+                # Rows that also hold a common term: FTS5 scores them over every phrase,
+                # as the split query's AND half does.
+                both = match_expressions(terms, common)[1]
+                found = conn.execute(
+                    f"SELECT rowid, {bm25_call(table.name, weights)} FROM {table.name}"
+                    f" WHERE {table.name} MATCH ?",
+                    (both,),
+                ).fetchall()
+                if found:
+                    at = np.fromiter((r[0] for r in found), np.int64, len(found))
+                    score[at] = -np.fromiter((r[1] for r in found), np.float64, len(found))
             if best_per_document:
                 return _best_documents(conn, rows, score[rows], k)
             top = _top(rows, score[rows], k)
             return [Scored(int(r), float(score[r])) for r in top]
         finally:
             conn.execute("COMMIT")
+
+    def common_terms(
+        self, conn: sqlite3.Connection, words: Sequence[str], share: float, min_rows: int
+    ) -> list[str]:
+        """The words found in at least max(min_rows, share × rows) rows. Each word is probed
+        with a count that stops at the cut-off (so it costs no more than the word's share of
+        the ranking it spares), and outside a transaction the answer is kept until the next
+        write."""
+        table = self._prepare(conn)
+        if share <= 0 or not words:
+            return []
+        owned = not conn.in_transaction  # else nothing is kept: see `search`
+        if owned:
+            conn.execute("BEGIN")
+        try:
+            n_rows, _ = _totals(conn, table)
+            cutoff = max(min_rows, int(share * n_rows), 1)
+            if n_rows < cutoff:
+                return []
+            seq = vector_sql.latest_change(conn) if owned else -1
+            probe = (
+                f"SELECT count(*) FROM (SELECT rowid FROM {table.name}"
+                f" WHERE {table.name} MATCH ? LIMIT ?)"
+            )
+            found = []
+            for word in filter(None, words):
+                with self._lock:
+                    if seq > self._counts_seq:
+                        self._counts.clear()
+                        self._counts_seq = seq
+                    known = self._counts.get(word, (0, 0)) if seq == self._counts_seq else (0, 0)
+                count, limit = known
+                if count < cutoff and count == limit:  # never counted as far as the cut-off
+                    count = conn.execute(probe, (fts_or_query([word]), cutoff)).fetchone()[0]
+                    with self._lock:
+                        if owned and seq == self._counts_seq:
+                            self._counts[word] = (count, cutoff)
+                if count >= cutoff:
+                    found.append(word)
+            return found
+        finally:
+            if owned:
+                conn.execute("COMMIT")
+
+    def _cached(self, key: tuple[object, ...]) -> bool:
+        with self._lock:
+            return key in self._cache
 
     # set-up
 
@@ -313,20 +388,31 @@ def _postings(
     return rows[starts], np.add.reduceat(weight, starts)
 
 
-def _accumulate(lists: list[ScoredRows], lead: int) -> tuple[Ids, Floats]:
-    """Every row's score (phrase shares added in phrase order, as FTS5 does) and the rows
-    that may be returned: those holding any phrase, or, when the query is split, any of the
-    `lead` rarer ones."""
-    all_rows = np.concatenate([r for r, _ in lists])
-    if not len(all_rows):
-        return np.zeros(0, np.int64), np.zeros(0)
-    size = int(all_rows.max()) + 1
+def _totals(conn: sqlite3.Connection, table: _Table) -> tuple[int, int]:
+    """FTS5's row count and its token count over every column (its averages record)."""
+    found = conn.execute(f"SELECT block FROM {table.name}_data WHERE id = 1").fetchone()
+    if found is None:
+        return 0, 0
+    counts = varints(found[0])
+    return counts[0], sum(counts[1:])
+
+
+def _holding(lists: list[ScoredRows]) -> Ids:
+    """The rows holding any of these phrases, in id order."""
+    if not lists or not sum(len(r) for r, _ in lists):
+        return np.zeros(0, np.int64)
+    rows = np.concatenate([r for r, _ in lists])
+    present = np.zeros(int(rows.max()) + 1, bool)
+    present[rows] = True
+    return np.flatnonzero(present).astype(np.int64, copy=False)
+
+
+def _summed(lists: list[ScoredRows]) -> Floats:
+    """Every row's score, by row id: the phrase shares added in phrase order, as FTS5 does."""
+    rows = np.concatenate([r for r, _ in lists])
     shares = np.concatenate([s for _, s in lists])
-    score = np.bincount(all_rows, weights=shares, minlength=size).astype(np.float64, copy=False)
-    present = np.zeros(size, bool)
-    for rows, _ in lists[:lead] if lead else lists:
-        present[rows] = True
-    return np.flatnonzero(present).astype(np.int64, copy=False), score
+    size = int(rows.max()) + 1 if len(rows) else 0
+    return np.bincount(rows, weights=shares, minlength=size).astype(np.float64, copy=False)
 
 
 def _top(rows: Ids, scores: Floats, k: int) -> Ids:

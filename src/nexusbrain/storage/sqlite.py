@@ -35,7 +35,7 @@ from nexusbrain.records import (
 )
 from nexusbrain.storage import multirow, transfer
 from nexusbrain.storage import vectors_sqlite as vector_sql
-from nexusbrain.storage.fts import fts_or_query
+from nexusbrain.storage.fts import bm25_call, match_expressions
 from nexusbrain.storage.fts_postings import CACHE_BYTES, PostingScorer
 from nexusbrain.storage.migrations import MIGRATIONS
 
@@ -394,7 +394,7 @@ class SQLiteStore:
         common: Sequence[str] = (),
         from_postings: bool = True,
     ) -> list[Scored]:
-        matches = _match_expressions(terms, common)
+        matches = match_expressions(terms, common)
         if not matches or k <= 0:
             return []
         where, params = _filter_sql(filters)
@@ -413,7 +413,7 @@ class SQLiteStore:
             if found is not None:
                 return found
         # bm25() in the select list is ~30% faster than FTS5's `rank MATCH` path (same scores).
-        rank_fn = "bm25(chunks_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
+        rank_fn = bm25_call("chunks_fts", weights)
         if not where and not best_per_document:
             sql = (
                 f"SELECT rowid, {rank_fn} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
@@ -434,23 +434,7 @@ class SQLiteStore:
         return [Scored(int(row[0]), -float(row[1])) for row in rows]
 
     def common_terms(self, terms: Sequence[str], share: float, min_rows: int) -> list[str]:
-        # Each probe reads at most `cutoff` postings of its term, so it costs no more than
-        # the term's share of the ranking it spares.
-        if share <= 0 or not terms:
-            return []
-        conn = self.connection()
-        rows = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        cutoff = max(min_rows, int(share * rows), 1)
-        if rows < cutoff:
-            return []
-        probe = (
-            "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)"
-        )
-        return [
-            term
-            for term in terms
-            if term and conn.execute(probe, (fts_or_query([term]), cutoff)).fetchone()[0] >= cutoff
-        ]
+        return self._postings.common_terms(self.connection(), terms, share, min_rows)
 
     # everything else
 
@@ -640,22 +624,6 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
         clauses.append("d.updated_at < ?")
         params.append(format_time(filters.updated_before))
     return " AND ".join(clauses), params
-
-
-def _match_expressions(terms: Sequence[str], common: Sequence[str]) -> list[str]:
-    """FTS5 queries whose union is "any of the rarer terms", each scoring every term once.
-
-    Without common terms (or with only common ones) that is the plain OR query. Otherwise it
-    is split in two disjoint halves: chunks with a rarer term and no common one, and chunks
-    with both. Each phrase appears once in each, so bm25() is the chunk's full score over all
-    the terms; chunks that hold only common terms are never scored, which is what makes a
-    query with a word found in a third of the chunks cheap."""
-    skip = set(common)
-    rare = fts_or_query([t for t in terms if t not in skip])
-    frequent = fts_or_query([t for t in terms if t in skip])
-    if not rare or not frequent:
-        return [m for m in (fts_or_query(terms),) if m]
-    return [f"({rare}) NOT ({frequent})", f"({rare}) AND ({frequent})"]
 
 
 def _best_rows(rows: list[Any], best_per_document: bool) -> list[Any]:
