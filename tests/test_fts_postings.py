@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -9,6 +10,10 @@ import numpy as np
 import pytest
 
 from nexusbrain.bench.corpus import Corpus
+from nexusbrain.brain import Brain
+from nexusbrain.config import Settings
+from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.errors import ConfigError
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, Scored, SearchFilters
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.storage import SQLiteStore, fts_postings
@@ -200,3 +205,13 @@ def test_record_sums_match_the_size_table(store: SQLiteStore) -> None:
     sums = record_sums([r[1] for r in rows])
     assert sums.tolist() == [sum(varints(r[1])) for r in rows]
     assert int(np.max(sums)) >= 128  # two-byte varints were read
+
+
+def test_the_cache_size_comes_from_the_environment(tmp_path: Path) -> None:
+    settings = Settings.from_env(tmp_path / "b.db", {"BRAIN_POSTINGS_CACHE_MB": "64"})
+    assert settings.lexical.postings_cache_mb == 64
+    with Brain(replace(settings, embedder=Profile.NONE)) as brain:
+        assert isinstance(brain.store, SQLiteStore)
+        assert brain.store._postings._cache_budget == 64 << 20
+    with pytest.raises(ConfigError, match="BRAIN_POSTINGS_CACHE_MB='big'"):
+        Settings.from_env(tmp_path / "b.db", {"BRAIN_POSTINGS_CACHE_MB": "big"})

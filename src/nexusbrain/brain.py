@@ -76,7 +76,9 @@ class Brain:
     ) -> None:
         self.settings = settings
         own_store = store is None
-        self.store: Store = store or SQLiteStore(settings.db_path)
+        self.store: Store = store or SQLiteStore(
+            settings.db_path, postings_cache_bytes=settings.lexical.postings_cache_mb << 20
+        )
         self.clock = clock
         self.embedder = load_embedder(settings.embedder)
         self.vectors = VectorWriter(self.store, self.embedder) if self.embedder else None

@@ -16,6 +16,7 @@ from nexusbrain.ingest.chunking import ChunkingConfig
 DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
 CAPTURE_MAX_ROWS = 100_000
+POSTINGS_CACHE_MB = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,9 @@ class LexicalConfig:
     # Score BM25 in numpy from FTS5's postings (the same rows and scores as FTS5's bm25(),
     # several times faster on frequent words); False ranks with bm25() inside FTS5.
     from_postings: bool = True
+    # Memory for the scored postings of recent query words (12 bytes a posting);
+    # $BRAIN_POSTINGS_CACHE_MB. About 30 MB holds every word of 200 queries at 100k chunks.
+    postings_cache_mb: int = POSTINGS_CACHE_MB
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +96,15 @@ class Settings:
             max_rows=_count(env, "BRAIN_CAPTURE_MAX_ROWS", CAPTURE_MAX_ROWS),
         )
         embedder = parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value))
-        return cls(db_path=resolve_db_path(db_path, env), capture=capture, embedder=embedder)
+        lexical = LexicalConfig(
+            postings_cache_mb=_count(env, "BRAIN_POSTINGS_CACHE_MB", POSTINGS_CACHE_MB)
+        )
+        return cls(
+            db_path=resolve_db_path(db_path, env),
+            lexical=lexical,
+            capture=capture,
+            embedder=embedder,
+        )
 
 
 def resolve_db_path(explicit: str | Path | None, environ: Mapping[str, str]) -> Path:

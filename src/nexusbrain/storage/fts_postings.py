@@ -46,7 +46,6 @@ ScoredRows = tuple[NDArray[np.int32], Floats]  # rows holding a token, and its s
 # FTS5's bm25() constants (fts5_aux.c).
 K1 = 1.2
 B = 0.75
-CACHE_BYTES = 32 << 20
 # When the rows holding a query's rarer terms pass this share of all rows, its common terms'
 # postings are read (~0.25 µs an instance) rather than FTS5 scoring every such row that holds
 # one (~2 µs a row): a common term is in share s of the rows, so that costs 2 s|R| against
@@ -113,7 +112,7 @@ class PostingScorer:
     """BM25 for one FTS5 table, computed from its postings. Shared by every thread of a
     store; each thread passes its own connection."""
 
-    def __init__(self, table: str = "chunks_fts", cache_bytes: int = CACHE_BYTES) -> None:
+    def __init__(self, table: str = "chunks_fts", cache_bytes: int = 32 << 20) -> None:
         self._table_name = table
         self._table: _Table | None = None
         self._lock = threading.Lock()

@@ -36,7 +36,7 @@ from nexusbrain.records import (
 from nexusbrain.storage import multirow, transfer
 from nexusbrain.storage import vectors_sqlite as vector_sql
 from nexusbrain.storage.fts import bm25_call, match_expressions
-from nexusbrain.storage.fts_postings import CACHE_BYTES, PostingScorer
+from nexusbrain.storage.fts_postings import PostingScorer
 from nexusbrain.storage.migrations import MIGRATIONS
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class SQLiteStore:
         path: Path | str,
         *,
         busy_timeout_ms: int = 10_000,
-        postings_cache_bytes: int = CACHE_BYTES,
+        postings_cache_bytes: int = 32 << 20,
     ) -> None:
         self.path = Path(path)
         self._busy_timeout_ms = busy_timeout_ms
