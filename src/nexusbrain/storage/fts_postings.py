@@ -202,7 +202,7 @@ class PostingScorer:
         with a count that stops at the cut-off (so it costs no more than the word's share of
         the ranking it spares), and outside a transaction the answer is kept until the next
         write."""
-        table = self._prepare(conn)
+        table = self._described(conn)
         if share <= 0 or not words:
             return []
         owned = not conn.in_transaction  # else nothing is kept: see `search`
@@ -244,10 +244,15 @@ class PostingScorer:
 
     # set-up
 
+    def _described(self, conn: sqlite3.Connection) -> _Table:
+        if self._table is None:
+            self._table = _describe(conn, self._table_name)
+        return self._table
+
     def _prepare(self, conn: sqlite3.Connection) -> _Table:
-        table = self._table
-        if table is None:
-            table = self._table = _describe(conn, self._table_name)
+        """The table, and this connection's temporary tables (made outside any transaction,
+        which could roll them back)."""
+        table = self._described(conn)
         if getattr(self._local, "conn", None) is not conn:
             conn.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.nb_postings"
