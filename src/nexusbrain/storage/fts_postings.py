@@ -51,7 +51,7 @@ B = 0.75
 # one (~2 µs a row): a common term is in share s of the rows, so that costs 2 s|R| against
 # 0.25 s N. Measured at 1M chunks (docs/design/retrieval.md).
 FETCH_COMMON_ABOVE = 0.125
-_SIZE_BATCH = 65_536  # %_docsize rows read per statement on the first load
+_SIZE_BATCH = 4_096  # %_docsize rows read per statement on the first load
 _ID_BATCH = 900  # ids per `IN (...)` list
 _TOKEN_CACHE = 50_000  # words whose tokens are remembered
 _COLUMN_BITS = 3  # a posting is encoded as row * 8 + column index inside SQLite
