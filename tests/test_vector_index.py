@@ -202,3 +202,28 @@ def test_an_index_kept_up_to_date_finds_what_a_fresh_one_finds(
         after = [snapshot.ids, snapshot.half, snapshot.alive]
         assert all(np.array_equal(a, b) for a, b in zip(after, before, strict=True))
         assert snapshot.dead == 0
+
+
+def test_a_chunk_id_removed_and_used_again_between_two_syncs(tmp_path: Path) -> None:
+    """SQLite gives a new row the id after the largest one, so deleting the newest document
+    and writing another re-uses its chunk id: one sync sees the id go and come back, and must
+    hold the new vector, not the old one."""
+    with open_brain(tmp_path / "b.db") as brain:
+        assert brain.embedder is not None
+        fill(brain, 40)
+        live = VectorIndex(brain.store, brain.embedder, config=IndexConfig(exact_max=20_000))
+        live.sync()
+        last = brain.find_document("n/39.md")
+        old_ids = [c.id for c in brain.store.chunks_of(last.id)]
+        brain.delete_document(last.id)
+        new = brain.ingest_markdown("# Fresh\n\norbit comet harbor lantern", uri="fresh.md")
+        new_ids = [c.id for c in brain.store.chunks_of(new.document_id)]
+        assert set(new_ids) & set(old_ids)  # the id came back
+        live.sync()
+        fresh = VectorIndex(brain.store, brain.embedder, config=IndexConfig(exact_max=20_000))
+        fresh.sync()
+        fresh._rows = fresh._rows.compacted(live._rows.center, 20_000)
+        assert len(live) == len(fresh) == 40
+        query = live.centre(brain.embedder.encode(["orbit comet harbor lantern"])[0])
+        same(live.search(query, 10), fresh.search(query, 10))
+        assert live.search(query, 1)[0].chunk_id in new_ids
