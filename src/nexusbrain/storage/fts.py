@@ -15,6 +15,17 @@ def fts_or_query(terms: Sequence[str]) -> str:
     return " OR ".join(quoted)
 
 
+def split_terms(terms: Sequence[str], common: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The rarer terms and the common ones, each in query order; (every term, []) when the
+    query is not split: no term is common, or every one is. Empty terms are dropped."""
+    skip = set(common)
+    rare = [t for t in terms if t and t not in skip]
+    frequent = [t for t in terms if t and t in skip]
+    if not rare or not frequent:
+        return [t for t in terms if t], []
+    return rare, frequent
+
+
 def match_expressions(terms: Sequence[str], common: Sequence[str]) -> list[str]:
     """FTS5 queries whose union is "any of the rarer terms", each scoring every term once.
 
@@ -23,12 +34,13 @@ def match_expressions(terms: Sequence[str], common: Sequence[str]) -> list[str]:
     with both. Each phrase appears once in each, so bm25() is the chunk's full score over all
     the terms; chunks that hold only common terms are never scored, which is what makes a
     query with a word found in a third of the chunks cheap."""
-    skip = set(common)
-    rare = fts_or_query([t for t in terms if t not in skip])
-    frequent = fts_or_query([t for t in terms if t in skip])
-    if not rare or not frequent:
-        return [m for m in (fts_or_query(terms),) if m]
-    return [f"({rare}) NOT ({frequent})", f"({rare}) AND ({frequent})"]
+    rare, frequent = split_terms(terms, common)
+    if not frequent:
+        return [m for m in (fts_or_query(rare),) if m]
+    return [
+        f"({fts_or_query(rare)}) NOT ({fts_or_query(frequent)})",
+        f"({fts_or_query(rare)}) AND ({fts_or_query(frequent)})",
+    ]
 
 
 def bm25_call(table: str, weights: Sequence[float]) -> str:

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from nexusbrain.records import Scored
 from nexusbrain.storage import vectors_sqlite as vector_sql
-from nexusbrain.storage.fts import bm25_call, fts_or_query, match_expressions
+from nexusbrain.storage.fts import bm25_call, fts_or_query, match_expressions, split_terms
 
 Ids = NDArray[np.int64]
 Floats = NDArray[np.float64]
@@ -100,12 +100,8 @@ def phrase_order(terms: Sequence[str], common: Sequence[str]) -> tuple[list[str]
     """The query's phrases in the order FTS5 sums them, and how many lead before the common
     ones: the rarer terms then the common ones when the query is split (see
     fts.match_expressions), else every term in order and 0 (no split)."""
-    skip = set(common)
-    rare = [t for t in terms if t and t not in skip]
-    frequent = [t for t in terms if t and t in skip]
-    if not rare or not frequent:
-        return [t for t in terms if t], 0
-    return rare + frequent, len(rare)
+    rare, frequent = split_terms(terms, common)
+    return rare + frequent, len(rare) if frequent else 0
 
 
 class PostingScorer:
