@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -217,3 +218,28 @@ def test_the_cache_size_comes_from_the_environment(tmp_path: Path) -> None:
         assert brain.store._postings._cache_budget == 64 << 20
     with pytest.raises(ConfigError, match="BRAIN_POSTINGS_CACHE_MB='big'"):
         Settings.from_env(tmp_path / "b.db", {"BRAIN_POSTINGS_CACHE_MB": "big"})
+
+
+def test_searches_on_several_threads_while_writes_land(store: SQLiteStore) -> None:
+    queries = _queries()[:12]
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def search() -> None:
+        try:
+            while not done.is_set():
+                for terms in queries:
+                    assert store.lexical_search(terms, 20, SearchFilters(), weights=WEIGHTS)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for index in range(200, 230):
+        _write(store, index)
+    done.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors
+    assert _compare(store, queries) > 100  # and the shared state is right afterwards

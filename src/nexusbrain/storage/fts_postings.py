@@ -267,7 +267,8 @@ class PostingScorer:
 
     def _tokenized(self, conn: sqlite3.Connection, words: Sequence[str]) -> list[tuple[str, ...]]:
         """Each word's tokens, as the table's tokenizer makes them."""
-        missing = [w for w in dict.fromkeys(words) if w not in self._tokens]
+        tokens = self._tokens  # a full cache is replaced, never emptied under another thread
+        missing = [w for w in dict.fromkeys(words) if w not in tokens]
         if missing:
             conn.executemany(
                 "INSERT INTO temp.nb_words (rowid, word) VALUES (?, ?)", enumerate(missing)
@@ -280,11 +281,11 @@ class PostingScorer:
                     found[int(doc)].append(term)
             finally:
                 conn.execute("DELETE FROM temp.nb_words")
-            if len(self._tokens) > _TOKEN_CACHE:
-                self._tokens.clear()
+            if len(tokens) > _TOKEN_CACHE:
+                self._tokens = {}
             for i, word in enumerate(missing):
-                self._tokens[word] = tuple(found.get(i, ()))
-        return [self._tokens[w] for w in words]
+                tokens[word] = self._tokens[word] = tuple(found.get(i, ()))
+        return [tokens[w] for w in words]
 
     # row sizes
 
