@@ -114,8 +114,9 @@ class Searcher:
             lists["bm25"], common = self._bm25(terms, depth, filters, best_per_document)
         else:
             assert self.embedder is not None
-            # SQLite lets go of the GIL while it ranks, so BM25 runs on a worker thread while
-            # this one embeds the query and searches the vectors.
+            # SQLite lets go of the GIL while it reads postings (and numpy while it scores),
+            # so BM25 runs on a worker thread while this one embeds the query and searches
+            # the vectors.
             lexical = self._workers().submit(self._bm25, terms, depth, filters, best_per_document)
             probes["dense"] = index.centre(self.embedder.encode([query])[0])
             allowed = None if filters.is_empty() else self.store.chunk_ids_matching(filters)

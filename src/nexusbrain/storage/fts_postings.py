@@ -62,6 +62,8 @@ class _Table:
     name: str
     tokenize: str
     columns: tuple[str, ...]
+    # a token's instances as one string of `row << 3 | column index`, in FTS5's order
+    postings_sql: str
 
 
 def varints(blob: bytes) -> list[int]:
@@ -152,10 +154,10 @@ class PostingScorer:
             n_rows, n_tokens = _totals(conn, table)
             if n_rows == 0 or k <= 0:
                 return []
-            key = (tuple(float(w) for w in weights[: len(table.columns)]),)
+            used = tuple(float(w) for w in weights[: len(table.columns)])
 
             def scored(token: str) -> ScoredRows:
-                return self._scored(conn, table, seq, key, token, n_rows, n_tokens / n_rows, sizes)
+                return self._scored(conn, table, seq, used, token, n_rows, n_tokens / n_rows, sizes)
 
             lists = [scored(t[0]) for t in tokens[: lead or len(tokens)]]
             rows = _holding(lists)
@@ -165,7 +167,7 @@ class PostingScorer:
             # postings costs less than FTS5 scoring those rows (FETCH_COMMON_ABOVE).
             if frequent and (
                 len(rows) > FETCH_COMMON_ABOVE * n_rows
-                or all(self._cached((seq, t, *key)) for t in frequent)
+                or all(self._cached((seq, t, used)) for t in frequent)
             ):
                 lists += [scored(t) for t in frequent]
                 frequent = []
@@ -307,20 +309,18 @@ class PostingScorer:
         conn: sqlite3.Connection,
         table: _Table,
         seq: int,
-        key: tuple[object, ...],
+        weights: tuple[float, ...],
         token: str,
         n_rows: int,
         avgdl: float,
         sizes: NDArray[np.int32],
     ) -> ScoredRows:
         """The rows holding `token` and its BM25 share of each row's score."""
-        weights = key[0]
-        assert isinstance(weights, tuple)
-        full_key = (seq, token, *key)
+        key = (seq, token, weights)
         with self._lock:
-            hit = self._cache.get(full_key)
+            hit = self._cache.get(key)
             if hit is not None:
-                self._cache.move_to_end(full_key)
+                self._cache.move_to_end(key)
                 return hit
         rows, freq = _postings(conn, table, token, weights)
         n = len(rows)
@@ -331,7 +331,7 @@ class PostingScorer:
         size = sizes[rows].astype(np.float64)
         share = idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * size / avgdl)))
         found = (rows.astype(np.int32), share)
-        self._remember(full_key, seq, found)
+        self._remember(key, seq, found)
         return found
 
     def _remember(self, key: tuple[object, ...], seq: int, value: ScoredRows) -> None:
@@ -360,7 +360,12 @@ def _describe(conn: sqlite3.Connection, name: str) -> _Table:
     columns = tuple(r[1] for r in conn.execute(f"PRAGMA table_info({name})"))
     if len(columns) >= 1 << _COLUMN_BITS:
         raise sqlite3.OperationalError(f"{name} has more columns than postings can encode")
-    return _Table(name, tokenize, columns)
+    cases = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(columns))
+    postings = (
+        f"SELECT group_concat((doc << {_COLUMN_BITS}) + CASE col {cases} END)"
+        " FROM temp.nb_postings WHERE term = ?"
+    )
+    return _Table(name, tokenize, columns, postings)
 
 
 def _postings(
@@ -368,12 +373,7 @@ def _postings(
 ) -> tuple[Ids, Floats]:
     """The rows holding `token`, and its weighted frequency in each: the sum over its
     instances of their column's weight, in FTS5's order (column, then offset)."""
-    cases = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(table.columns))
-    joined = conn.execute(
-        f"SELECT group_concat((doc << {_COLUMN_BITS}) + CASE col {cases} END)"
-        " FROM temp.nb_postings WHERE term = ?",
-        (token,),
-    ).fetchone()[0]
+    joined = conn.execute(table.postings_sql, (token,)).fetchone()[0]
     if not joined:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
     coded = np.fromstring(joined, dtype=np.int64, sep=",")
@@ -449,22 +449,15 @@ def _best_documents(conn: sqlite3.Connection, rows: Ids, scores: Floats, k: int)
 
 
 def _all_sizes(conn: sqlite3.Connection, table: _Table) -> NDArray[np.int32]:
-    ids: list[NDArray[np.int64]] = []
-    sums: list[NDArray[np.int64]] = []
-    last = -(1 << 62)
-    while True:
-        batch = conn.execute(
-            f"SELECT id, sz FROM {table.name}_docsize WHERE id > ? ORDER BY id LIMIT ?",
-            (last, _SIZE_BATCH),
-        ).fetchall()
-        if not batch:
-            break
-        ids.append(np.fromiter((r[0] for r in batch), np.int64, len(batch)))
-        sums.append(record_sums([r[1] for r in batch]))
-        last = int(batch[-1][0])
     sizes = np.zeros(0, np.int32)
-    for got_ids, got_sums in zip(ids, sums, strict=True):
-        sizes = _placed(sizes, got_ids, got_sums)
+    last = -(1 << 62)
+    while batch := conn.execute(
+        f"SELECT id, sz FROM {table.name}_docsize WHERE id > ? ORDER BY id LIMIT ?",
+        (last, _SIZE_BATCH),
+    ).fetchall():
+        ids = np.fromiter((r[0] for r in batch), np.int64, len(batch))
+        sizes = _placed(sizes, ids, record_sums([r[1] for r in batch]))
+        last = int(batch[-1][0])
     return sizes
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 Row = TypeVar("Row")
 
@@ -21,6 +21,7 @@ def parts(conn: sqlite3.Connection, rows: Sequence[Row], width: int) -> Iterator
         yield rows[start : start + size]
 
 
-def values(width: int, count: int) -> str:
-    """`(?, …), (?, …)…`: the VALUES list of `count` rows of `width` parameters."""
-    return ",".join(["(" + ", ".join("?" * width) + ")"] * count)
+def statement(prefix: str, rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]]:
+    """`prefix` (an `INSERT … VALUES `) with one `(?, …)` per row, and the rows' values."""
+    marks = "(" + ", ".join("?" * len(rows[0])) + ")"
+    return prefix + ",".join([marks] * len(rows)), [value for row in rows for value in row]

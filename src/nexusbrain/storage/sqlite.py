@@ -594,10 +594,7 @@ class _PendingChunks:
 
     def insert(self, conn: sqlite3.Connection) -> None:
         for part in multirow.parts(conn, self.rows, 12):
-            conn.execute(
-                _CHUNK_INSERT + multirow.values(12, len(part)),
-                [value for row in part for value in row],
-            )
+            conn.execute(*multirow.statement(_CHUNK_INSERT, part))
         self.rows.clear()
         self.documents.clear()
 

@@ -197,14 +197,11 @@ class _Importer:
         pending, self.pending_chunks = self.pending_chunks, []
         for part in multirow.parts(self.conn, pending, 12):
             try:
-                self.conn.execute(
-                    _CHUNK_IMPORT + multirow.values(12, len(part)),
-                    [value for _, row in part for value in row],
-                )
+                self.conn.execute(*multirow.statement(_CHUNK_IMPORT, [row for _, row in part]))
             except (sqlite3.IntegrityError, sqlite3.InterfaceError):
                 for line, row in part:
                     try:
-                        self.conn.execute(_CHUNK_IMPORT + multirow.values(12, 1), row)
+                        self.conn.execute(*multirow.statement(_CHUNK_IMPORT, [row]))
                     except (sqlite3.IntegrityError, sqlite3.InterfaceError) as exc:
                         raise InvalidInput(f"import record {line} is invalid: {exc}") from exc
                 raise
