@@ -18,8 +18,7 @@ from pathlib import Path
 
 from nexusbrain.bench.corpus import Corpus
 from nexusbrain.brain import Brain
-from nexusbrain.config import Settings
-from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.config import Profile, Settings
 from nexusbrain.storage import multirow
 
 
@@ -33,7 +32,7 @@ def main() -> None:
     args.work.mkdir(parents=True)
     corpus = args.work / "corpus"
     Corpus().write(corpus, args.documents)
-    with Brain(Settings(db_path=args.work / "source.db", embedder=Profile.NONE)) as source:
+    with Brain.open(settings=Settings(db=args.work / "source.db", embedder=Profile.NONE)) as source:
         source.ingest_dir(corpus)
         records = list(source.export())
     print(f"{args.documents} documents, {len(records):,} records")
@@ -43,7 +42,7 @@ def main() -> None:
         for rows in seconds:
             multirow.MAX_ROWS = rows
             db = args.work / f"import-{rows}-{run}.db"
-            with Brain(Settings(db_path=db, embedder=Profile.NONE)) as target:
+            with Brain.open(settings=Settings(db=db, embedder=Profile.NONE)) as target:
                 started = time.perf_counter()
                 target.import_records(records)
                 seconds[rows].append(time.perf_counter() - started)

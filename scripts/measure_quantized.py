@@ -15,9 +15,10 @@ import statistics
 import time
 
 from nexusbrain.bench.corpus import Corpus
-from nexusbrain.embeddings.profiles import Profile, centred, load_embedder
-from nexusbrain.retrieval.vectors import IndexConfig, VectorIndex
+from nexusbrain.config import Profile
+from nexusbrain.embeddings.profiles import centred, load_embedder
 from nexusbrain.storage.sqlite import SQLiteStore
+from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 
 def main() -> None:
@@ -31,14 +32,16 @@ def main() -> None:
     embedder = load_embedder(Profile.EDGE)
     assert embedder is not None
     centre = centred(Profile.EDGE)
-    exact = VectorIndex(store, embedder, config=IndexConfig(exact_max=10**9, centre=centre))
+    exact = VectorIndex(
+        store, embedder.model_id, embedder.dim, config=IndexConfig(exact_max=10**9, centre=centre)
+    )
     exact.sync()
     vectors = embedder.encode(Corpus().queries(args.queries, args.documents))
     queries = [exact.centre(v) for v in vectors]
     print(f"{len(exact)} vectors, {len(queries)} queries")
     for candidates in (int(c) for c in args.candidates.split(",")):
         config = IndexConfig(exact_max=0, candidates=candidates, centre=centre)
-        quantized = VectorIndex(store, embedder, config=config)
+        quantized = VectorIndex(store, embedder.model_id, embedder.dim, config=config)
         quantized.sync()
         top10, top100, exact_ms, quantized_ms = [], [], [], []
         for query in queries:

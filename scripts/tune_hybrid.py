@@ -23,8 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from nexusbrain.brain import Brain
-from nexusbrain.config import Settings
-from nexusbrain.embeddings.profiles import parse_profile
+from nexusbrain.config import Settings, parse_profile
 from nexusbrain.evals.metrics import graded_ndcg_at_k, ndcg_at_k, recall_at_k
 from nexusbrain.ingest.conversation import Session, Turn
 from nexusbrain.records import SearchFilters, SearchMode
@@ -57,22 +56,31 @@ def beir(folder: Path, split: str) -> tuple[dict[str, tuple[str, str]], dict[str
     return corpus, {q: queries[q] for q in qrels}, qrels
 
 
-def brain_for(work: Path, name: str, profile: str, fill: Callable[[Brain], None]) -> Brain:
+def brain_for(work: Path, name: str, profile: str, fill: Callable[[Brain], None]) -> Settings:
+    """The settings of a scratch brain holding the dataset (built on the first run)."""
     db = work / f"{name}-{profile}.db"
     fresh = not db.exists()
-    brain = Brain(Settings(db_path=db, embedder=parse_profile(profile)))
-    if fresh:
-        started = time.perf_counter()
-        fill(brain)
-        print(f"  built {db.name} in {time.perf_counter() - started:.1f}s")
-    brain.embed_missing()
-    return brain
+    settings = Settings(db=db, embedder=parse_profile(profile))
+    with Brain.open(settings=settings) as brain:
+        if fresh:
+            started = time.perf_counter()
+            fill(brain)
+            print(f"  built {db.name} in {time.perf_counter() - started:.1f}s")
+        brain.embed_missing()
+        brain.refresh_index()
+    return settings
 
 
-def config_of(overrides: dict[str, Any], brain: Brain) -> SearchConfig:
+def variant(settings: Settings, overrides: dict[str, Any]) -> tuple[Brain, SearchConfig]:
+    """The brain (its lexical settings overridden) and the search config of a variant."""
+    values = dict(overrides)
+    lexical = replace(settings.lexical, **values.pop("lexical", {}))
+    return Brain.open(settings=replace(settings, lexical=lexical)), config_of(values)
+
+
+def config_of(overrides: dict[str, Any]) -> SearchConfig:
     base = PRESETS[SearchMode.BALANCED]
     values = dict(overrides)
-    brain.searcher.lexical = replace(brain.settings.lexical, **values.pop("lexical", {}))
     if "weights" in values:
         values["weights"] = MappingProxyType(dict(values["weights"]))
     if "prf_config" in values:
@@ -80,12 +88,12 @@ def config_of(overrides: dict[str, Any], brain: Brain) -> SearchConfig:
     return replace(base, **values)
 
 
-def run_beir(brain: Brain, queries: dict, qrels: dict, graded: bool, configs: dict) -> None:
+def run_beir(settings: Settings, queries: dict, qrels: dict, graded: bool, configs: dict) -> None:
     for name, overrides in configs.items():
-        config = config_of(overrides, brain)
+        brain, config = variant(settings, overrides)
         ndcg, r100, started = [], [], time.perf_counter()
         for qid, text in queries.items():
-            hits = brain.searcher.search(text, 100, SearchFilters(), config, best_per_document=True)
+            hits = brain.search(text, k=100, config=config, best_per_document=True)
             ranked = [h.uri for h in hits]
             rel = qrels[qid]
             ndcg.append(
@@ -93,6 +101,7 @@ def run_beir(brain: Brain, queries: dict, qrels: dict, graded: bool, configs: di
             )
             r100.append(recall_at_k(ranked, set(rel), 100))
         ms = (time.perf_counter() - started) * 1000 / len(queries)
+        brain.close()
         print(
             f"  {name:28s} nDCG@10 {statistics.mean(ndcg):.4f}  R@100 {statistics.mean(r100):.4f}"
             f"  {ms:.1f} ms/q"
@@ -159,9 +168,9 @@ def _evidence(ids: Iterable[str]) -> set[str]:
     return out
 
 
-def run_locomo(brain: Brain, samples: list[dict], configs: dict) -> None:
+def run_locomo(settings: Settings, samples: list[dict], configs: dict) -> None:
     for name, overrides in configs.items():
-        config = config_of(overrides, brain)
+        brain, config = variant(settings, overrides)
         r5: dict[int, list[float]] = {}
         started, n = time.perf_counter(), 0
         for sample in samples:
@@ -170,7 +179,7 @@ def run_locomo(brain: Brain, samples: list[dict], configs: dict) -> None:
                 gold = _evidence(qa.get("evidence", []))
                 if not gold or qa["category"] == 5:
                     continue
-                hits = brain.searcher.search(qa["question"], 10, filters, config)
+                hits = brain.search(qa["question"], k=10, filters=filters, config=config)
                 r5.setdefault(qa["category"], []).append(
                     recall_at_k([h.unit or "" for h in hits], gold, 5)
                 )
@@ -178,6 +187,7 @@ def run_locomo(brain: Brain, samples: list[dict], configs: dict) -> None:
         every = [v for vs in r5.values() for v in vs]
         per = "  ".join(f"c{c} {statistics.mean(v):.3f}" for c, v in sorted(r5.items()))
         ms = (time.perf_counter() - started) * 1000 / n
+        brain.close()
         print(f"  {name:28s} R@5 {statistics.mean(every):.4f}  ({per})  {ms:.1f} ms/q")
 
 

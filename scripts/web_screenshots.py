@@ -32,9 +32,8 @@ import uvicorn
 from playwright.sync_api import Page, sync_playwright
 
 from nexusbrain.api import create_app
-from nexusbrain.api.guard import ServerSettings
 from nexusbrain.brain import Brain
-from nexusbrain.config import Settings
+from nexusbrain.config import ServerSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -63,7 +62,7 @@ def main() -> None:
         folder = Path(scratch)
         if not os.environ.get("BRAIN_EVALS_DIR"):
             os.environ["BRAIN_EVALS_DIR"] = str(write_eval_fixture(folder / "evals"))
-        with Brain(Settings(db_path=folder / "demo.db")) as brain, serve(brain) as url:
+        with Brain.open(settings=Settings(db=folder / "demo.db")) as brain, serve(brain) as url:
             seed(brain)
             shoot(url, args.out)
     if shutil.which("pngquant"):

@@ -39,7 +39,7 @@ def main() -> None:
                     started = time.perf_counter()
                     brain.search("kestrel ledge")
                     out.append((time.perf_counter() - started) * 1000)
-            chunks = brain.store.stats().chunks
+            chunks = brain.stats().store.chunks
     print(
         f"{chunks:,} chunks: search right after a write, median"
         f" {statistics.median(after_write):.1f} ms; the search after it"

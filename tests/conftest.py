@@ -15,11 +15,9 @@ import pytest
 import uvicorn
 
 from nexusbrain.api import create_app
-from nexusbrain.api.guard import ServerSettings
 from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
-from nexusbrain.config import Settings
-from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.config import Profile, ServerSettings, Settings
 
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
@@ -31,7 +29,9 @@ def clock() -> FrozenClock:
 
 @pytest.fixture
 def brain(tmp_path: Path, clock: FrozenClock) -> Iterator[Brain]:
-    with Brain(Settings(db_path=tmp_path / "brain.db", embedder=Profile.HASHING), clock=clock) as b:
+    with Brain.open(
+        settings=Settings(db=tmp_path / "brain.db", embedder=Profile.HASHING), clock=clock
+    ) as b:
         yield b
 
 

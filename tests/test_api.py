@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nexusbrain.api.guard import ServerSettings, check_bind
+from nexusbrain.api.guard import check_bind
+from nexusbrain.config import ServerSettings
 from nexusbrain.errors import ConfigError
 
 from .conftest import LiveServer
@@ -168,7 +169,7 @@ def test_export_import_round_trip_is_exact(live_server: LiveServer, tmp_path) ->
         http.delete(f"/documents/{doc_id}")
         exported = http.get("/export").content
     assert exported.count(b"\n") >= 7
-    with Brain(Settings(db_path=tmp_path / "other.db")) as other:
+    with Brain.open(settings=Settings(db=tmp_path / "other.db")) as other:
         for server in _serve(other, ServerSettings(port=free_port())):
             with server.client() as http:
                 result = http.post("/import", content=exported).json()

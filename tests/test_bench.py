@@ -20,14 +20,14 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
-from nexusbrain.bench import envelopes
+from nexusbrain import envelopes
 from nexusbrain.bench.corpus import Corpus, CorpusSpec, name_of
-from nexusbrain.bench.latency import percentile, summarise
 from nexusbrain.bench.runner import envelope_check, median_of
 from nexusbrain.cli.bench import bench, parse_scales
 from nexusbrain.cli.main import cli
 from nexusbrain.errors import InvalidInput
 from nexusbrain.ingest.chunking import ChunkingConfig, chunk_markdown
+from nexusbrain.latency import percentile, summarise
 
 
 def test_the_corpus_is_deterministic_and_prefix_stable() -> None:

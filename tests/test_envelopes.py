@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from nexusbrain.api.guard import ServerSettings
 from nexusbrain.api.monitor import MIN_SAMPLES, LatencyWindow
-from nexusbrain.bench.envelopes import (
+from nexusbrain.brain import Brain
+from nexusbrain.config import ServerSettings
+from nexusbrain.envelopes import (
     ENVELOPES,
     GIB,
     MB,
@@ -20,7 +21,6 @@ from nexusbrain.bench.envelopes import (
     check,
     envelope_named,
 )
-from nexusbrain.brain import Brain
 from nexusbrain.errors import ConfigError
 
 from .conftest import _serve, free_port
@@ -67,7 +67,7 @@ def test_an_unknown_envelope_names_the_choices() -> None:
 
 def test_the_watch_warns_once_per_crossing(caplog: pytest.LogCaptureFixture) -> None:
     watch = EnvelopeWatch(TINY)
-    with caplog.at_level(logging.INFO, logger="nexusbrain.bench.envelopes"):
+    with caplog.at_level(logging.INFO, logger="nexusbrain.envelopes"):
         watch.observe(Observed(documents=1))
         assert not caplog.records
         watch.observe(Observed(documents=2))
@@ -97,7 +97,7 @@ def test_stats_report_the_envelope_and_the_log_warns(
     brain: Brain, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = ServerSettings(port=free_port(), envelope=TINY, envelope_check_seconds=0.05)
-    with caplog.at_level(logging.WARNING, logger="nexusbrain.bench.envelopes"):
+    with caplog.at_level(logging.WARNING, logger="nexusbrain.envelopes"):
         for server in _serve(brain, settings):
             with server.client() as http:
                 status = http.get("/stats").json()["envelope"]

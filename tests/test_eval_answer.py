@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from nexusbrain.cli.main import cli
+from nexusbrain.config import answer_settings
 from nexusbrain.errors import ConfigError
 from nexusbrain.evals import answer, locomo
 from nexusbrain.evals.answer import AnswerConfig, Passage, Price, Question
@@ -205,9 +206,11 @@ def test_failures_are_attributed_and_citations_scored() -> None:
 
 def test_configuration_prices_and_estimate() -> None:
     with pytest.raises(ConfigError, match="BRAIN_ANSWER_BASE_URL and BRAIN_ANSWER_MODEL"):
-        AnswerConfig.from_env({})
-    config = AnswerConfig.from_env(
-        {"BRAIN_ANSWER_BASE_URL": "http://127.0.0.1:1/v1/", "BRAIN_ANSWER_MODEL": "gpt-4o-mini"}
+        answer_settings({})
+    config = AnswerConfig.from_settings(
+        answer_settings(
+            {"BRAIN_ANSWER_BASE_URL": "http://127.0.0.1:1/v1/", "BRAIN_ANSWER_MODEL": "gpt-4o-mini"}
+        )
     )
     assert config.base_url == "http://127.0.0.1:1/v1" and config.api_key is None
     assert config.unit_price() == Price(0.15, 0.60)

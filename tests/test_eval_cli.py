@@ -129,7 +129,7 @@ def test_api_and_in_process_give_the_same_answer(live_server: LiveServer, tmp_pa
     live_server.brain.ingest_dir(SMOKE / "docs")
     over_http = run("eval", JUDGED, "--api", live_server.url, "--json")
     assert over_http.exit_code == 0, over_http.output
-    db = str(live_server.brain.settings.db_path)
+    db = str(live_server.brain.settings.db)
     in_process = run("eval", JUDGED, "--db", db, "--json", env={"BRAIN_EMBEDDER": "hashing"})
     assert in_process.exit_code == 0, in_process.output
     a, b = json.loads(over_http.stdout), json.loads(in_process.stdout)
@@ -142,7 +142,7 @@ def test_api_and_in_process_give_the_same_answer(live_server: LiveServer, tmp_pa
 
 def test_known_item_and_scaffold_from_a_database(brain: Brain, tmp_path: Path) -> None:
     brain.ingest_dir(SMOKE / "docs")
-    db = str(brain.settings.db_path)
+    db = str(brain.settings.db)
     env = {"BRAIN_EMBEDDER": "hashing"}
     known = run("eval", "known-item", "--db", db, "--n", "20", "--seed", "5", "--json", env=env)
     assert known.exit_code == 0, known.output

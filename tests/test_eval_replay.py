@@ -13,12 +13,11 @@ import httpx
 import pytest
 from click.testing import CliRunner, Result
 
-from nexusbrain.api.guard import ServerSettings
 from nexusbrain.brain import Brain
+from nexusbrain.captures import stable_id
 from nexusbrain.cli.main import cli
 from nexusbrain.clock import FrozenClock
-from nexusbrain.config import CaptureConfig, Settings
-from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.config import CaptureConfig, Profile, ServerSettings, Settings
 from nexusbrain.errors import ConfigError
 from nexusbrain.evals.replay import (
     judged_mrr,
@@ -26,7 +25,6 @@ from nexusbrain.evals.replay import (
     overlap_at_k,
     rank_biased_overlap,
     read_captures,
-    stable_id,
 )
 from nexusbrain.evals.results_log import RunStatus, read_log
 from tests.conftest import free_port, start_server
@@ -76,8 +74,8 @@ def test_overlap_and_judged_metrics() -> None:
 def captured_db(tmp_path: Path, clock: FrozenClock) -> Path:
     """A brain with capture on, three documents, and a few searches and a recall made."""
     db = tmp_path / "brain.db"
-    settings = Settings(db_path=db, embedder=Profile.HASHING, capture=CaptureConfig(enabled=True))
-    with Brain(settings, clock=clock) as brain:
+    settings = Settings(db=db, embedder=Profile.HASHING, capture=CaptureConfig(enabled=True))
+    with Brain.open(settings=settings, clock=clock) as brain:
         for name, text in DOCS.items():
             brain.ingest_markdown(text, uri=f"notes/{name}")
         brain.search("rotate the signing key", k=3)
@@ -88,13 +86,13 @@ def captured_db(tmp_path: Path, clock: FrozenClock) -> Path:
 
 
 def test_capture_is_opt_in_and_capped(tmp_path: Path, clock: FrozenClock) -> None:
-    off = Settings(db_path=tmp_path / "off.db", embedder=Profile.HASHING)
-    with Brain(off, clock=clock) as brain:
+    off = Settings(db=tmp_path / "off.db", embedder=Profile.HASHING)
+    with Brain.open(settings=off, clock=clock) as brain:
         brain.ingest_markdown("# A\n\nalpha beta\n", uri="a.md")
         brain.search("alpha")
         assert list(brain.captured()) == []
-    capped = replace(off, db_path=tmp_path / "on.db", capture=CaptureConfig(True, max_rows=2))
-    with Brain(capped, clock=clock) as brain:
+    capped = replace(off, db=tmp_path / "on.db", capture=CaptureConfig(True, max_rows=2))
+    with Brain.open(settings=capped, clock=clock) as brain:
         brain.ingest_markdown("# A\n\nalpha beta\n", uri="a.md")
         for query in ("alpha", "beta", "alpha beta"):
             brain.search(query)
@@ -143,7 +141,9 @@ def test_replay_on_the_same_brain_agrees_and_a_deletion_is_lost(
     assert "line 5" in same.stderr
     captured, problems = read_captures(out)
     assert len(captured) == 4 and problems and captured[0].relevant == {"notes/keys.md"}
-    with Brain(Settings(db_path=captured_db, embedder=Profile.HASHING), clock=clock) as brain:
+    with Brain.open(
+        settings=Settings(db=captured_db, embedder=Profile.HASHING), clock=clock
+    ) as brain:
         brain.delete_document(brain.find_document("notes/keys.md").id)
     after = json.loads(
         run("eval", "replay", "--against", str(out), "--db", str(captured_db), "--json").stdout
@@ -191,8 +191,8 @@ def test_a_sweep_replays_against_a_copy_and_never_touches_the_brain(
 def test_the_server_serves_the_same_captures_as_the_cli(
     captured_db: Path, clock: FrozenClock
 ) -> None:
-    settings = Settings(db_path=captured_db, embedder=Profile.HASHING)
-    with Brain(settings, clock=clock) as brain:
+    settings = Settings(db=captured_db, embedder=Profile.HASHING)
+    with Brain.open(settings=settings, clock=clock) as brain:
         server, thread = start_server(brain, ServerSettings(port=free_port()))
         try:
             url = f"http://127.0.0.1:{server.config.port}/captures"

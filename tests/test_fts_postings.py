@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from nexusbrain import storage
 from nexusbrain.bench.corpus import Corpus
-from nexusbrain.brain import Brain
-from nexusbrain.config import Settings
-from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.config import LexicalConfig, Settings
 from nexusbrain.errors import ConfigError
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, Scored, SearchFilters
 from nexusbrain.retrieval.terms import query_terms
-from nexusbrain.storage import SQLiteStore, fts_postings
+from nexusbrain.storage import fts_postings
 from nexusbrain.storage.fts_postings import PostingScorer, phrase_order, record_sums, varints
+from nexusbrain.storage.sqlite import SQLiteStore
+from nexusbrain.storage.sqlite_lexical import SQLiteLexicalIndex
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 WEIGHTS = (1.0, 0.5, 0.3)
@@ -48,6 +48,16 @@ def test_the_phrase_order_is_the_split_query_s() -> None:
     assert phrase_order(["b"], ["b"]) == (["b"], 0)  # all common: the plain query
 
 
+_INDEXES: dict[int, SQLiteLexicalIndex] = {}
+
+
+def lexical(store: SQLiteStore) -> SQLiteLexicalIndex:
+    """The store's lexical index, one per store (its scorer keeps its caches)."""
+    if id(store) not in _INDEXES:
+        _INDEXES[id(store)] = SQLiteLexicalIndex(store.connection, LexicalConfig())
+    return _INDEXES[id(store)]
+
+
 def _write(store: SQLiteStore, index: int, revision: str = "r1") -> None:
     doc = Corpus().document(index)
     paragraphs = [p for p in doc.content.split("\n\n") if p.strip()]
@@ -58,7 +68,7 @@ def _write(store: SQLiteStore, index: int, revision: str = "r1") -> None:
     draft = DocumentDraft(
         doc.name, doc.title, "notes", DocumentKind.MARKDOWN, revision, doc.content, {}
     )
-    store.write_document(draft, chunks, NOW)
+    store.write_documents([(draft, chunks)], NOW)
 
 
 @pytest.fixture
@@ -91,13 +101,13 @@ def _assert_same(slow: list[Scored], fast: list[Scored]) -> None:
 def _compare(store: SQLiteStore, queries: list[list[str]]) -> int:
     compared = 0
     for terms in queries:
-        for common in ([], store.common_terms(terms, 0.05, 1)):
+        for common in ([], lexical(store).common_terms(terms, 0.05, 1)):
             for best in (False, True):
                 for k in (1, 10, 1_000):
                     args = (terms, k, SearchFilters())
-                    kwargs = {"weights": WEIGHTS, "common": common, "best_per_document": best}
-                    slow = store.lexical_search(*args, **kwargs, from_postings=False)
-                    _assert_same(slow, store.lexical_search(*args, **kwargs))
+                    kwargs = {"common": common, "best_per_document": best}
+                    slow = lexical(store).rank(*args, **kwargs, from_postings=False)
+                    _assert_same(slow, lexical(store).rank(*args, **kwargs))
                     compared += bool(slow)
     return compared
 
@@ -111,17 +121,17 @@ def test_postings_give_fts5_s_rows_and_scores(
     # a common term's share always from its postings, by the default rule, or never (with
     # nothing cached, FTS5 scores the rows that hold one)
     monkeypatch.setattr(fts_postings, "FETCH_COMMON_ABOVE", fetch_above)
-    monkeypatch.setattr(store, "_postings", PostingScorer(cache_bytes=cache_bytes))
+    monkeypatch.setattr(lexical(store), "_postings", PostingScorer(cache_bytes=cache_bytes))
     queries = _queries()
     assert _compare(store, queries) > 400
     # the split on common terms was exercised, and the scorer answered (not FTS5)
-    assert sum(bool(store.common_terms(t, 0.05, 1)) for t in queries) >= 10
+    assert sum(bool(lexical(store).common_terms(t, 0.05, 1)) for t in queries) >= 10
     scorer = PostingScorer()
     conn = store.connection()
     for terms in queries:
         found = scorer.search(conn, terms, 10, weights=WEIGHTS)
         assert found is not None
-        _assert_same(store.lexical_search(terms, 10, SearchFilters(), weights=WEIGHTS), found)
+        _assert_same(lexical(store).rank(terms, 10, SearchFilters()), found)
 
 
 def test_a_word_of_several_tokens_is_left_to_fts5(store: SQLiteStore) -> None:
@@ -132,8 +142,8 @@ def test_a_word_of_several_tokens_is_left_to_fts5(store: SQLiteStore) -> None:
     # the store then asks FTS5, which reads it as a phrase
     terms = [f"{word}_{word}", "x"]
     _assert_same(
-        store.lexical_search(terms, 10, SearchFilters(), from_postings=False),
-        store.lexical_search(terms, 10, SearchFilters()),
+        lexical(store).rank(terms, 10, SearchFilters(), from_postings=False),
+        lexical(store).rank(terms, 10, SearchFilters()),
     )
 
 
@@ -149,7 +159,7 @@ def test_writes_are_seen_including_a_re_used_chunk_id(store: SQLiteStore) -> Non
     doc = Corpus().document(5)
     longer = ChunkDraft(0, 0, 1, 1, 1, (), doc.content * 3, context="")
     draft = DocumentDraft("new.md", "New", "notes", DocumentKind.MARKDOWN, "r1", "x", {})
-    store.write_document(draft, [longer], NOW)
+    store.write_documents([(draft, [longer])], NOW)
     reused = conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
     assert reused <= last + 2  # a low id again, not a fresh range
     for index in range(120, 140):
@@ -158,9 +168,7 @@ def test_writes_are_seen_including_a_re_used_chunk_id(store: SQLiteStore) -> Non
     assert _compare(store, queries) > 400
     own = {r[0] for r in conn.execute("SELECT id FROM chunks WHERE document_id = 1")}
     assert not own & {
-        s.chunk_id
-        for t in queries
-        for s in store.lexical_search(t, 1_000, SearchFilters(), weights=WEIGHTS)
+        s.chunk_id for t in queries for s in lexical(store).rank(t, 1_000, SearchFilters())
     }
 
 
@@ -170,20 +178,20 @@ class Undo(Exception):
 
 def test_inside_a_write_transaction_fts5_answers(store: SQLiteStore) -> None:
     word = Corpus().words[12]
-    before = store.lexical_search([word], 1_000, SearchFilters())
+    before = lexical(store).rank([word], 1_000, SearchFilters())
     other = SQLiteStore(store.path)  # a connection that has not searched yet
     with pytest.raises(Undo), other.transaction() as conn:
         conn.execute("DELETE FROM chunks WHERE id IN (SELECT id FROM chunks LIMIT 50)")
-        assert other.common_terms([word], 0.01, 1) == [word]
-        inside = other.lexical_search([word], 1_000, SearchFilters())
+        assert lexical(other).common_terms([word], 0.01, 1) == [word]
+        inside = lexical(other).rank([word], 1_000, SearchFilters())
         _assert_same(
-            other.lexical_search([word], 1_000, SearchFilters(), from_postings=False), inside
+            lexical(other).rank([word], 1_000, SearchFilters(), from_postings=False), inside
         )
         assert len(inside) < len(before)
         raise Undo
     # the rolled-back change seqs are used again by the next write; nothing of them was kept
     _write(other, 500)
-    assert other.lexical_search([word], 10, SearchFilters())
+    assert lexical(other).rank([word], 10, SearchFilters())
     assert _compare(other, [[word], *_queries()[:5]]) > 30
 
 
@@ -193,13 +201,13 @@ def test_a_tiny_cache_gives_the_same_answers(store: SQLiteStore) -> None:
     for terms in _queries():
         found = scorer.search(conn, terms, 50, weights=WEIGHTS)
         assert found is not None
-        _assert_same(store.lexical_search(terms, 50, SearchFilters(), weights=WEIGHTS), found)
+        _assert_same(lexical(store).rank(terms, 50, SearchFilters()), found)
     assert 0 < scorer._cache_used <= 4_096
 
 
 def test_an_empty_store_finds_nothing(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "b.db")
-    assert store.lexical_search(["alpha"], 10, SearchFilters()) == []
+    assert lexical(store).rank(["alpha"], 10, SearchFilters()) == []
     assert PostingScorer().search(store.connection(), ["alpha"], 10, weights=WEIGHTS) == []
 
 
@@ -213,9 +221,12 @@ def test_record_sums_match_the_size_table(store: SQLiteStore) -> None:
 def test_the_cache_size_comes_from_the_environment(tmp_path: Path) -> None:
     settings = Settings.from_env(tmp_path / "b.db", {"BRAIN_POSTINGS_CACHE_MB": "64"})
     assert settings.lexical.postings_cache_mb == 64
-    with Brain(replace(settings, embedder=Profile.NONE)) as brain:
-        assert isinstance(brain.store, SQLiteStore)
-        assert brain.store._postings._cache_budget == 64 << 20
+    backend = storage.open(settings.db, settings.lexical)
+    try:
+        assert isinstance(backend.lexical, SQLiteLexicalIndex)
+        assert backend.lexical._postings._cache_budget == 64 << 20
+    finally:
+        backend.close()
     with pytest.raises(ConfigError, match="BRAIN_POSTINGS_CACHE_MB='big'"):
         Settings.from_env(tmp_path / "b.db", {"BRAIN_POSTINGS_CACHE_MB": "big"})
 
@@ -229,7 +240,7 @@ def test_searches_on_several_threads_while_writes_land(store: SQLiteStore) -> No
         try:
             while not done.is_set():
                 for terms in queries:
-                    assert store.lexical_search(terms, 20, SearchFilters(), weights=WEIGHTS)
+                    assert lexical(store).rank(terms, 20, SearchFilters())
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 

@@ -11,10 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from nexusbrain.api.guard import ServerSettings
 from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
-from nexusbrain.config import Settings
+from nexusbrain.config import ServerSettings, Settings
 
 from .conftest import LiveServer, _serve, free_port
 from .test_api import assert_error
@@ -38,7 +37,7 @@ def db_state(path: Path) -> tuple[int, int]:
 
 
 def test_the_seven_steps_end_to_end(live_server: LiveServer, clock: FrozenClock) -> None:
-    db = live_server.brain.settings.db_path
+    db = live_server.brain.settings.db
     with live_server.client() as http:
         # 1. created, one relationship row
         [first] = ingest(http, FIRST)["relationships"]
@@ -85,7 +84,7 @@ def test_the_seven_steps_end_to_end(live_server: LiveServer, clock: FrozenClock)
 def test_a_functional_type_closes_the_old_fact_and_a_dry_run_changes_nothing(
     live_server: LiveServer, clock: FrozenClock
 ) -> None:
-    db = live_server.brain.settings.db_path
+    db = live_server.brain.settings.db
     acme = {"from": "alice", "type": "works_at", "to": "Acme", "valid_at": "2019-01-01"}
     globex = {"from": "Alice", "type": "Works at", "to": "Globex", "valid_at": "2023-06-01"}
     with live_server.client() as http:
@@ -261,7 +260,7 @@ def test_export_import_round_trips_the_graph(
         exported = http.get("/export").content
     types = [line.split(b'"type":"')[1].split(b'"')[0] for line in exported.splitlines()]
     assert types.count(b"relationship") == 6 and types.count(b"alias") == 1
-    with Brain(Settings(db_path=tmp_path / "other.db")) as other:
+    with Brain.open(settings=Settings(db=tmp_path / "other.db")) as other:
         for server in _serve(other, ServerSettings(port=free_port())):
             with server.client() as http:
                 result = http.post("/import", content=exported).json()
@@ -322,7 +321,7 @@ def test_openapi_lists_the_graph_routes(live_server: LiveServer) -> None:
 @pytest.mark.skipif(not (shutil.which("curl") and shutil.which("jq")), reason="needs curl and jq")
 def test_the_demo_script_runs_the_seven_steps(live_server: LiveServer) -> None:
     script = Path(__file__).resolve().parents[1] / "scripts" / "graph_demo.sh"
-    db = live_server.brain.settings.db_path
+    db = live_server.brain.settings.db
     done = subprocess.run(
         ["bash", str(script), live_server.url, str(db)], capture_output=True, text=True, timeout=60
     )

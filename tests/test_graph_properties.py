@@ -20,8 +20,8 @@ from nexusbrain.config import GraphConfig
 from nexusbrain.graph import AsOf, Graph, RelationshipInput
 from nexusbrain.graph.rules import visible
 from nexusbrain.records import Relationship, RetireReason, WriteStatus
-from nexusbrain.storage import SQLiteStore
 from nexusbrain.storage.graph_sqlite import SQLiteGraphStore
+from nexusbrain.storage.sqlite import SQLiteStore
 
 DATES = [datetime(year, 1, 1, tzinfo=UTC) for year in (2020, 2021, 2022, 2023)]
 dates = st.one_of(st.none(), st.sampled_from(DATES))
@@ -136,7 +136,9 @@ def test_as_of_queries_match_the_pure_rule(
         entity_ids = sorted({v.from_id for v in versions})
         for valid in [None, *DATES, datetime(2019, 6, 1, tzinfo=UTC)]:
             for known in [None, *times]:
-                found = graph.store.relations(from_ids=entity_ids, valid=valid, known=known)
+                found = SQLiteGraphStore(store).relations(
+                    from_ids=entity_ids, valid=valid, known=known
+                )
                 assert found == [v for v in versions if visible(v, valid, known)]
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nexusbrain import views
+from nexusbrain import storage, views
 from nexusbrain.brain import Brain
-from nexusbrain.config import LexicalConfig, Settings
+from nexusbrain.config import LexicalConfig, Profile, Settings
+from nexusbrain.embeddings import load_embedder
 from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.hashing import HashingEmbedder
-from nexusbrain.embeddings.profiles import Profile, load_embedder
-from nexusbrain.records import SearchFilters, SearchMode
+from nexusbrain.records import SearchMode
 from nexusbrain.retrieval.filters import make_filters
 from nexusbrain.retrieval.modes import PRESETS, PRFConfig, preset
 
@@ -45,16 +45,10 @@ def seed(brain: Brain) -> None:
 
 
 def counting_brain(path: Path) -> tuple[Brain, CountingEmbedder]:
-    brain = Brain(Settings(db_path=path, embedder=Profile.NONE))
+    """A brain composed by hand around an embedder that counts what it encodes."""
     embedder = CountingEmbedder()
-    from nexusbrain.retrieval.pipeline import Searcher
-    from nexusbrain.retrieval.vectors import VectorIndex, VectorWriter
-
-    brain.embedder = embedder
-    brain.vectors = VectorWriter(brain.store, embedder)
-    brain.index = VectorIndex(brain.store, embedder)
-    brain.searcher = Searcher(brain.store, brain.settings.lexical, embedder, brain.index)
-    return brain, embedder
+    settings = Settings(db=path, embedder=Profile.HASHING)
+    return Brain(storage.open(path), embedder, settings), embedder
 
 
 def test_every_hit_explains_its_fused_rank(brain: Brain) -> None:
@@ -92,7 +86,7 @@ def test_tokenmax_adds_prf_lists_and_the_others_do_not(brain: Brain) -> None:
     rm3 = preset(
         SearchMode.TOKENMAX, prf_config=replace(PRFConfig(), expansion_terms=5)
     )  # RM3 terms on: a bm25_prf list, and the terms in the trace
-    expanded = brain.searcher.search("deploy failure", 5, SearchFilters(), rm3)[0]
+    expanded = brain.search("deploy failure", k=5, config=rm3)[0]
     assert expanded.trace.prf_terms
     assert "bm25_prf" in {r.retriever for r in expanded.trace.retrievers}
 
@@ -114,12 +108,12 @@ def test_unchanged_text_is_never_embedded_twice(tmp_path: Path) -> None:
 
 
 def test_a_new_model_embeds_what_it_lacks_with_progress(tmp_path: Path) -> None:
-    with Brain(Settings(db_path=tmp_path / "b.db", embedder=Profile.NONE)) as lexical_only:
+    with Brain.open(settings=Settings(db=tmp_path / "b.db", embedder=Profile.NONE)) as lexical_only:
         seed(lexical_only)
     brain, embedder = counting_brain(tmp_path / "b.db")
     assert embedder.encoded == []
     seen: list[tuple[int, int]] = []
-    assert brain.embed_missing(lambda done, total: seen.append((done, total))) == 4
+    assert brain.embed_missing(lambda _, done, total: seen.append((done, total))) == 4
     assert seen[-1] == (4, 4)
     assert brain.embed_missing() == 0
     assert "dense" in {r.retriever for r in brain.search("tomatoes")[0].trace.retrievers}
@@ -132,7 +126,7 @@ def test_chunks_written_without_vectors_after_a_complete_check_are_still_found(
     brain, embedder = counting_brain(tmp_path / "b.db")
     seed(brain)
     assert brain.embed_missing() == 0  # complete: remembered for the next check
-    with Brain(Settings(db_path=tmp_path / "b.db", embedder=Profile.NONE)) as lexical_only:
+    with Brain.open(settings=Settings(db=tmp_path / "b.db", embedder=Profile.NONE)) as lexical_only:
         lexical_only.ingest_markdown("# Bees\n\nThe hive needs a new queen.", uri="home/bees.md")
     assert brain.embed_missing() == 1
     assert embedder.encoded[-1].endswith("The hive needs a new queen.")
@@ -141,7 +135,7 @@ def test_chunks_written_without_vectors_after_a_complete_check_are_still_found(
 
 
 def test_imported_chunks_are_embedded_after_a_complete_check(tmp_path: Path) -> None:
-    with Brain(Settings(db_path=tmp_path / "a.db", embedder=Profile.NONE)) as source:
+    with Brain.open(settings=Settings(db=tmp_path / "a.db", embedder=Profile.NONE)) as source:
         seed(source)  # ids taken in the target too: these are skipped
         source.ingest_markdown("# Bees\n\nThe hive needs a new queen.", uri="home/bees.md")
         records = list(source.export())
@@ -157,8 +151,8 @@ def test_imported_chunks_are_embedded_after_a_complete_check(tmp_path: Path) -> 
 
 
 def test_the_index_sees_writes_from_another_brain_on_the_same_file(tmp_path: Path) -> None:
-    settings = Settings(db_path=tmp_path / "b.db", embedder=Profile.HASHING)
-    with Brain(settings) as server, Brain(settings) as cli:
+    settings = Settings(db=tmp_path / "b.db", embedder=Profile.HASHING)
+    with Brain.open(settings=settings) as server, Brain.open(settings=settings) as cli:
         seed(server)
         server.search("garden")  # loads the index
         cli.ingest_markdown("# Bees\n\nThe beehive needs a new queen.", uri="home/bees.md")
@@ -207,8 +201,8 @@ def test_the_edge_model_ships_in_the_package_and_runs_offline() -> None:
 
 def test_common_terms_show_in_traces_and_explanations(tmp_path: Path) -> None:
     lexical = replace(LexicalConfig(), common_share=0.5, common_min_rows=1)
-    settings = Settings(db_path=tmp_path / "b.db", embedder=Profile.HASHING, lexical=lexical)
-    with Brain(settings) as brain:
+    settings = Settings(db=tmp_path / "b.db", embedder=Profile.HASHING, lexical=lexical)
+    with Brain.open(settings=settings) as brain:
         for i in range(6):
             extra = " the yak grazes" if i == 3 else ""
             brain.ingest_markdown(f"# Note {i}\n\nA herd of gnus{extra}.", uri=f"n{i}.md")
@@ -224,7 +218,7 @@ def test_common_terms_show_in_traces_and_explanations(tmp_path: Path) -> None:
         assert views.trace(hits[0].trace)["common_terms"] == ["gnus"]
         assert views.explanation(absent)["common_terms"] == ["gnus"]
         # without the cut-off every note is in BM25's list
-    with Brain(replace(settings, lexical=LexicalConfig())) as brain:
+    with Brain.open(settings=replace(settings, lexical=LexicalConfig())) as brain:
         hits = brain.search("gnus yak", k=5)
         assert hits[0].trace.common_terms == ()
         assert sum(1 for h in hits for r in h.trace.retrievers if r.retriever == "bm25") == 5

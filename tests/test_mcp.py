@@ -25,11 +25,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
 from nexusbrain.api import create_app
-from nexusbrain.api.guard import ServerSettings
 from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
-from nexusbrain.config import Settings
-from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.config import Profile, ServerSettings, Settings
 from nexusbrain.mcp_server.http import mount_mcp
 from nexusbrain.retrieval.tokens import count_tokens
 
@@ -283,7 +281,9 @@ def serve_mcp(brain: Brain, token: str | None = None) -> Iterator[str]:
 def second_brain(tmp_path: Path, clock: FrozenClock) -> Brain:
     """Another brain on the same frozen instant: the same writes get the same ids and times."""
     twin = FrozenClock(clock())
-    return Brain(Settings(db_path=tmp_path / "twin.db", embedder=Profile.HASHING), clock=twin)
+    return Brain.open(
+        settings=Settings(db=tmp_path / "twin.db", embedder=Profile.HASHING), clock=twin
+    )
 
 
 JOBS = [

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nexusbrain.api.guard import ServerSettings
-from nexusbrain.api.ratelimit import (
-    MAX_CLIENTS,
-    RateLimit,
-    RateLimiter,
-    is_loopback,
-    retry_after_header,
-)
+from nexusbrain.api.ratelimit import MAX_CLIENTS, RateLimiter, is_loopback, retry_after_header
 from nexusbrain.brain import Brain
+from nexusbrain.config import RateLimit, ServerSettings, server_settings
 from nexusbrain.errors import ConfigError
 
 from .conftest import _serve, free_port
@@ -87,9 +81,9 @@ def test_retry_after_rounds_up_to_whole_seconds() -> None:
 
 
 def test_settings_from_the_environment() -> None:
-    assert RateLimit.from_env({}) == RateLimit()
+    assert server_settings(environ={}).rate_limit == RateLimit()
     env = {"BRAIN_RATE_LIMIT": "5.5", "BRAIN_RATE_BURST": "20", "BRAIN_RATE_LIMIT_LOOPBACK": "yes"}
-    assert RateLimit.from_env(env) == RateLimit(5.5, 20, True)
+    assert server_settings(environ=env).rate_limit == RateLimit(5.5, 20, True)
     for bad in (
         {"BRAIN_RATE_LIMIT": "fast"},
         {"BRAIN_RATE_LIMIT": "-1"},
@@ -97,9 +91,10 @@ def test_settings_from_the_environment() -> None:
         {"BRAIN_RATE_LIMIT_LOOPBACK": "maybe"},
     ):
         with pytest.raises(ConfigError):
-            RateLimit.from_env(bad)
-    settings = ServerSettings.from_env("127.0.0.1", 1, ServerSettings().limits, env)
-    assert settings.rate_limit == RateLimit(5.5, 20, True)
+            server_settings(environ=bad)
+    settings = server_settings("127.0.0.1", 1, ServerSettings().limits, env)
+    assert settings.rate_limit == RateLimit(5.5, 20, True) and settings.port == 1
+    assert server_settings(environ={"BIND_PORT": "9000", "BRAIN_BIND_HOST": "::1"}).port == 9000
 
 
 def test_is_loopback() -> None:

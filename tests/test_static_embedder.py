@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-from nexusbrain.embeddings.profiles import MODELS, Profile, load_embedder
+from nexusbrain.config import Profile
+from nexusbrain.embeddings.profiles import MODELS, load_embedder
 from nexusbrain.embeddings.static import POOL, pooled_sums
 
 EDGE = MODELS / "edge"

@@ -1,4 +1,5 @@
-"""The vector index on a real SQLite brain: exact and quantized search, and its cache file."""
+"""The SQLite backend's dense index on a real brain: exact and quantized search, and its cache
+file. A Brain writes; the index under test reads the same database through its own store."""
 
 from __future__ import annotations
 
@@ -8,11 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nexusbrain.brain import Brain, index_cache_path
-from nexusbrain.config import Settings
-from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.brain import Brain
+from nexusbrain.config import Profile, Settings
+from nexusbrain.embeddings import load_embedder
 from nexusbrain.records import Scored
-from nexusbrain.retrieval.vectors import IndexConfig, VectorIndex
+from nexusbrain.storage.sqlite import SQLiteStore
+from nexusbrain.storage.sqlite_backend import index_cache_path
+from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
+
+EMBEDDER = load_embedder(Profile.HASHING)
+assert EMBEDDER is not None
+MODEL, DIM = EMBEDDER.model_id, EMBEDDER.dim
 
 WORDS = (
     "tomato garden water summer deploy service vault key backup bucket river stone cloud"
@@ -31,7 +38,13 @@ def fill(brain: Brain, count: int, start: int = 0) -> list[str]:
 
 
 def open_brain(path: Path) -> Brain:
-    return Brain(Settings(db_path=path, embedder=Profile.HASHING))
+    return Brain.open(settings=Settings(db=path, embedder=Profile.HASHING))
+
+
+def index_on(
+    path: Path, config: IndexConfig | None = None, cache: Path | None = None
+) -> VectorIndex:
+    return VectorIndex(SQLiteStore(path), MODEL, DIM, cache=cache, config=config)
 
 
 def ranking(index: VectorIndex, query: np.ndarray, k: int = 10) -> list[int]:
@@ -39,15 +52,13 @@ def ranking(index: VectorIndex, query: np.ndarray, k: int = 10) -> list[int]:
 
 
 def test_quantized_search_finds_what_exact_search_finds(tmp_path: Path) -> None:
-    with open_brain(tmp_path / "b.db") as brain:
+    path = tmp_path / "b.db"
+    with open_brain(path) as brain:
         texts = fill(brain, 300)
-        assert brain.index is not None and brain.embedder is not None
-        exact = brain.index
-        wide = VectorIndex(brain.store, brain.embedder, config=IndexConfig(exact_max=0))
-        narrow = VectorIndex(
-            brain.store, brain.embedder, config=IndexConfig(exact_max=0, candidates=60)
-        )
-        queries = [exact.centre(v) for v in brain.embedder.encode(texts[::10])]
+        exact = index_on(path)
+        wide = index_on(path, IndexConfig(exact_max=0))
+        narrow = index_on(path, IndexConfig(exact_max=0, candidates=60))
+        queries = [exact.centre(v) for v in EMBEDDER.encode(texts[::10])]
         wide.sync()
         narrow.sync()
         for i, query in zip(range(0, 300, 10), queries, strict=True):
@@ -59,7 +70,7 @@ def test_quantized_search_finds_what_exact_search_finds(tmp_path: Path) -> None:
             # 60 candidates of 300: the note whose own text is the query still comes first
             top = narrow.search(query, 1)[0]
             assert top.chunk_id == best[0]
-            assert brain.store.fetch_chunks([top.chunk_id])[top.chunk_id][0].text == texts[i]
+            assert exact.store.fetch_chunks([top.chunk_id])[top.chunk_id][0].text == texts[i]
         # filters restrict the candidates too
         allowed = set(best[:3])
         assert {s.chunk_id for s in narrow.search(queries[-1], 10, allowed=allowed)} == allowed
@@ -72,20 +83,21 @@ def test_a_restart_reads_the_cache_file_and_applies_later_changes(
     with open_brain(path) as brain:
         fill(brain, 50)
         brain.refresh_index()
-        assert brain.embedder is not None
-        cache = index_cache_path(path, brain.embedder.model_id)
+        cache = index_cache_path(path, MODEL)
         assert cache is not None and cache.exists()
         before = brain.search("item7 garden")[0]
     with open_brain(path) as writer:  # a writer that never searches: the cache goes stale
         fill(writer, 5, start=50)
         writer.delete_document(before.document_id)
-    caplog.set_level(logging.INFO, logger="nexusbrain.retrieval.vectors")
+    caplog.set_level(logging.INFO, logger="nexusbrain.storage.vector_index")
+    restarted = index_on(path, cache=cache)
+    restarted.sync()
+    assert "read 50 vectors" in caplog.text and "from the store" not in caplog.text
+    assert len(restarted) == 54
     with open_brain(path) as brain:
         hits = brain.search("item52 garden")
-        assert "read 50 vectors" in caplog.text and "from the store" not in caplog.text
         assert hits[0].uri == "n/52.md"
         assert "dense" in {r.retriever for r in hits[0].trace.retrievers}
-        assert brain.index is not None and len(brain.index) == 54
         assert all(h.uri != before.uri for h in brain.search("item7 garden", k=50))
 
 
@@ -98,13 +110,12 @@ def test_a_cache_from_another_database_at_the_same_path_is_ignored(
         brain.refresh_index()
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-    caplog.set_level(logging.INFO, logger="nexusbrain.retrieval.vectors")
+    caplog.set_level(logging.INFO, logger="nexusbrain.storage.vector_index")
     with open_brain(path) as brain:  # a new database, the old cache file still beside it
         brain.ingest_markdown("# Bees\n\nThe beehive needs a new queen.", uri="bees.md")
         hits = brain.search("beehive queen")
         assert "ignoring the stale vector cache" in caplog.text
         assert [h.uri for h in hits] == ["bees.md"]
-        assert brain.index is not None and len(brain.index) == 1
 
 
 def test_an_unreadable_cache_file_is_ignored(tmp_path: Path) -> None:
@@ -112,8 +123,7 @@ def test_an_unreadable_cache_file_is_ignored(tmp_path: Path) -> None:
     with open_brain(path) as brain:
         fill(brain, 10)
         brain.search("garden")  # loads the index, which is written on close
-        assert brain.embedder is not None
-        cache = index_cache_path(path, brain.embedder.model_id)
+        cache = index_cache_path(path, MODEL)
     assert cache is not None and cache.exists()
     cache.write_bytes(b"not a cache")
     with open_brain(path) as brain:
@@ -130,11 +140,8 @@ def cached_rows(cache: Path) -> int:
 def test_the_cache_is_rewritten_after_a_tenth_of_a_large_index_changes(tmp_path: Path) -> None:
     with open_brain(tmp_path / "b.db") as brain:
         fill(brain, 100)
-        assert brain.embedder is not None
         cache = tmp_path / "index.npz"
-        index = VectorIndex(
-            brain.store, brain.embedder, cache=cache, config=IndexConfig(save_every=5)
-        )
+        index = index_on(tmp_path / "b.db", IndexConfig(save_every=5), cache)
         index.sync()  # a first load from the store is written at once
         assert cached_rows(cache) == 100
         fill(brain, 9, start=100)
@@ -161,10 +168,10 @@ def test_an_index_kept_up_to_date_finds_what_a_fresh_one_finds(
     With fewer candidates than rows, Hamming ties at the cut may pick other candidates in
     another row order, so there every hit must be live and scored as the fresh index does."""
     config = IndexConfig(exact_max=exact_max, candidates=candidates)
-    with open_brain(tmp_path / "b.db") as brain:
-        assert brain.embedder is not None
+    path = tmp_path / "b.db"
+    with open_brain(path) as brain:
         texts = fill(brain, 120)
-        live = VectorIndex(brain.store, brain.embedder, config=config)
+        live = index_on(path, config)
         live.sync()
         fill(brain, 5, start=150)
         live.sync()  # an append: later ones go into the room it left
@@ -176,12 +183,12 @@ def test_an_index_kept_up_to_date_finds_what_a_fresh_one_finds(
                 brain.delete_document(brain.find_document(f"n/{i}.md").id)
             brain.ingest_markdown("# Note 110\n\nrewritten river", uri="n/110.md")  # an update
             live.sync()
-            fresh = VectorIndex(brain.store, brain.embedder, config=config)
+            fresh = index_on(path, config)
             fresh.sync()
             # the same centre (the live index recentres only after many changes)
             fresh._rows = fresh._rows.compacted(live._rows.center, exact_max)
             assert len(live) == len(fresh)
-            queries = [live.centre(v) for v in brain.embedder.encode([*texts[::7], "river"])]
+            queries = [live.centre(v) for v in EMBEDDER.encode([*texts[::7], "river"])]
             for query in queries:
                 if live.quantized and candidates < len(live):
                     hits = live.search(query, 10)
@@ -208,22 +215,22 @@ def test_a_chunk_id_removed_and_used_again_between_two_syncs(tmp_path: Path) -> 
     """SQLite gives a new row the id after the largest one, so deleting the newest document
     and writing another re-uses its chunk id: one sync sees the id go and come back, and must
     hold the new vector, not the old one."""
-    with open_brain(tmp_path / "b.db") as brain:
-        assert brain.embedder is not None
+    path = tmp_path / "b.db"
+    with open_brain(path) as brain:
         fill(brain, 40)
-        live = VectorIndex(brain.store, brain.embedder, config=IndexConfig(exact_max=20_000))
+        live = index_on(path, IndexConfig(exact_max=20_000))
         live.sync()
         last = brain.find_document("n/39.md")
-        old_ids = [c.id for c in brain.store.chunks_of(last.id)]
+        old_ids = [c.id for c in brain.document_chunks(last.id)]
         brain.delete_document(last.id)
         new = brain.ingest_markdown("# Fresh\n\norbit comet harbor lantern", uri="fresh.md")
-        new_ids = [c.id for c in brain.store.chunks_of(new.document_id)]
+        new_ids = [c.id for c in brain.document_chunks(new.document_id)]
         assert set(new_ids) & set(old_ids)  # the id came back
         live.sync()
-        fresh = VectorIndex(brain.store, brain.embedder, config=IndexConfig(exact_max=20_000))
+        fresh = index_on(path, IndexConfig(exact_max=20_000))
         fresh.sync()
         fresh._rows = fresh._rows.compacted(live._rows.center, 20_000)
         assert len(live) == len(fresh) == 40
-        query = live.centre(brain.embedder.encode(["orbit comet harbor lantern"])[0])
+        query = live.centre(EMBEDDER.encode(["orbit comet harbor lantern"])[0])
         same(live.search(query, 10), fresh.search(query, 10))
         assert live.search(query, 1)[0].chunk_id in new_ids

@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from nexusbrain.config import evals_dir
 from nexusbrain.web import markdown
-from nexusbrain.web.eval_files import evals_dir, read_eval_files
+from nexusbrain.web.eval_files import read_eval_files
 from nexusbrain.web.login import TOKEN_COOKIE, safe_next
 
 from .conftest import LiveServer
@@ -98,8 +99,8 @@ def test_status_page_names_the_model_profile(live_server: LiveServer) -> None:
     with live_server.client() as http:
         html = http.get("/app/status").text
     assert "<code>hashing</code>" in html
-    assert live_server.brain.embedder is not None
-    assert live_server.brain.embedder.model_id in html
+    model = live_server.brain.stats().embedder.model_id
+    assert model is not None and model in html
 
 
 # eval files

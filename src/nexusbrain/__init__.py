@@ -1,17 +1,46 @@
-"""nexusbrain: a local-first memory and knowledge server for AI agents."""
+"""nexusbrain: a local-first memory and knowledge server for AI agents.
 
-import os
+from nexusbrain import Brain, SearchFilters, SearchMode, Settings
+
+with Brain.open("notes.db") as brain:
+    brain.ingest_dir("docs")
+    hits = brain.search("how are chunks cut", mode=SearchMode.BALANCED)
+"""
+
+from __future__ import annotations
+
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-# Search multiplies one query vector by the chunk matrix: a small product for which a
-# multi-threaded BLAS only adds contention (on 2 shared cores, 0.4 ms became 15-25 ms).
-# An explicit setting wins; this only takes effect if numpy is not imported yet.
-for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")
+from nexusbrain.config import pin_blas_threads
+
+pin_blas_threads()
 
 try:
     __version__ = version("nexusbrain")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from nexusbrain.brain import Brain
+    from nexusbrain.config import Settings
+    from nexusbrain.records import SearchFilters, SearchMode
+
+__all__ = ["Brain", "SearchFilters", "SearchMode", "Settings", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """The package's face, imported on first use: `import nexusbrain` stays cheap."""
+    if name == "Brain":
+        from nexusbrain.brain import Brain
+
+        return Brain
+    if name == "Settings":
+        from nexusbrain.config import Settings
+
+        return Settings
+    if name in ("SearchFilters", "SearchMode"):
+        from nexusbrain import records
+
+        return getattr(records, name)
+    raise AttributeError(f"module 'nexusbrain' has no attribute {name!r}")

@@ -1,27 +1,33 @@
-"""The core object. The CLI, the HTTP API and the MCP server each call one method of it."""
+"""The core object. The CLI, the HTTP API and the MCP server each call one method of it.
+
+`Brain` is a façade over the parts of one storage backend (storage/base.py), an embedder and
+the settings; `Brain.open` is the composition root that builds them. Nothing outside reaches
+the parts: callers use the methods below, and `brain.graph`, the knowledge graph's façade.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from nexusbrain import __version__
+from nexusbrain.captures import capture_records
 from nexusbrain.clock import Clock, utc_now
-from nexusbrain.config import Settings
-from nexusbrain.embeddings import load_embedder
+from nexusbrain.config import Profile, Settings
+from nexusbrain.embeddings import Embedder, load_embedder
 from nexusbrain.embeddings.profiles import centred
-from nexusbrain.errors import ConfigError, InvalidInput, NotFound
-from nexusbrain.evals.replay import capture_records
+from nexusbrain.errors import InvalidInput, NotFound
 from nexusbrain.graph import Graph
-from nexusbrain.graph.model import GraphFact
+from nexusbrain.graph.model import GraphFact, RelationshipInput
+from nexusbrain.graph.notes import note_edges
+from nexusbrain.graph.service import retract_notes, sync_note
 from nexusbrain.ingest.conversation import Session, prepare_session
-from nexusbrain.ingest.directory import DirectoryReport, Progress, ingest_directory
+from nexusbrain.ingest.directory import DirectoryReport, ingest_directory
 from nexusbrain.ingest.documents import Prepared, content_hash, decode_utf8, prepare_markdown
 from nexusbrain.records import (
     Capture,
@@ -31,6 +37,7 @@ from nexusbrain.records import (
     Hit,
     ImportResult,
     MarkdownNote,
+    Progress,
     SearchFilters,
     SearchMode,
     StoreStats,
@@ -41,11 +48,10 @@ from nexusbrain.retrieval.explain import Explanation, explain
 from nexusbrain.retrieval.hits import with_neighbours
 from nexusbrain.retrieval.modes import PRESETS, SearchConfig
 from nexusbrain.retrieval.pipeline import Searcher
-from nexusbrain.retrieval.tokens import count_tokens
-from nexusbrain.retrieval.vectors import IndexConfig, VectorIndex, VectorWriter
-from nexusbrain.storage import SQLiteStore, Store
-from nexusbrain.storage.graph_base import GraphStore
-from nexusbrain.storage.graph_sqlite import SQLiteGraphStore
+from nexusbrain.retrieval.tokens import fit_budget
+from nexusbrain.retrieval.vectors import VectorWriter
+from nexusbrain.storage import open as open_backend
+from nexusbrain.storage.base import Backend, UnitOfWork
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,46 +67,84 @@ class Recall:
 
 
 @dataclass(frozen=True, slots=True)
+class EmbedderInfo:
+    profile: Profile
+    model_id: str | None  # None: lexical only
+    dim: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class BrainStats:
     store: StoreStats
-    db_path: str
+    db_path: str  # where the brain lives: a file path, or a URL without its password
     rss_bytes: int
     version: str
+    embedder: EmbedderInfo
 
 
 class Brain:
-    """A brain over one store. Thread-safe: the store serialises its own writes."""
+    """A brain over one storage backend. Thread-safe: the backend serialises its own writes.
+
+    Errors: methods raise InvalidInput for a bad argument, NotFound for an unknown id or
+    uri, StorageError when the database fails (see errors.py)."""
 
     def __init__(
-        self, settings: Settings, *, store: Store | None = None, clock: Clock = utc_now
+        self,
+        backend: Backend,
+        embedder: Embedder | None,
+        settings: Settings,
+        *,
+        clock: Clock = utc_now,
     ) -> None:
         self.settings = settings
-        own_store = store is None
-        self.store: Store = store or SQLiteStore(
-            settings.db_path, postings_cache_bytes=settings.lexical.postings_cache_mb << 20
+        self._backend = backend
+        self._store = backend.documents
+        self._clock = clock
+        self._embedder = embedder
+        self._vectors = VectorWriter(self._store, embedder) if embedder else None
+        self._index = (
+            backend.dense_index(embedder.model_id, embedder.dim, centre=centred(settings.embedder))
+            if embedder
+            else None
         )
-        self.clock = clock
-        self.embedder = load_embedder(settings.embedder)
-        self.vectors = VectorWriter(self.store, self.embedder) if self.embedder else None
-        self.index = None
-        if self.embedder is not None:
-            model = self.embedder.model_id
-            cache = index_cache_path(settings.db_path, model) if own_store else None
-            config = IndexConfig(centre=centred(settings.embedder))
-            self.index = VectorIndex(self.store, self.embedder, cache=cache, config=config)
-        self.searcher = Searcher(self.store, settings.lexical, self.embedder, self.index)
-        self.graph = Graph(_graph_store(self.store), settings.graph, clock)
+        self._searcher = Searcher(
+            self._store, backend.lexical, settings.lexical, embedder, self._index
+        )
+        self._graph = Graph(backend.graph, settings.graph, clock)
 
     @classmethod
-    def open(cls, db_path: str | Path | None = None, *, clock: Clock = utc_now) -> Brain:
-        """A brain at `db_path`, else BRAIN_DB_PATH, else the platform data directory."""
-        return cls(Settings.from_env(db_path), clock=clock)
+    def open(
+        cls,
+        db: str | Path | None = None,
+        *,
+        settings: Settings | None = None,
+        clock: Clock = utc_now,
+    ) -> Brain:
+        """The brain at `db` (a path, or a database URL), else at `settings.db`, else where
+        BRAIN_DB_URL or BRAIN_DB_PATH says, else in the platform data directory. Raises
+        ConfigError for a bad setting, StorageError when the database cannot be opened."""
+        if settings is None:
+            chosen = Settings.from_env(db)
+        else:
+            chosen = settings if db is None else replace(settings, db=db)
+        backend = open_backend(chosen.db, chosen.lexical)
+        try:
+            return cls(backend, load_embedder(chosen.embedder), chosen, clock=clock)
+        except BaseException:
+            backend.close()
+            raise
+
+    @property
+    def graph(self) -> Graph:
+        """The knowledge graph: entities and bitemporal relationships (graph/service.py)."""
+        return self._graph
 
     def close(self) -> None:
-        self.searcher.close()
-        if self.index is not None:
-            self.index.save()
-        self.store.close()
+        """Stop the worker threads, save the dense index's cache and close the database."""
+        self._searcher.close()
+        if self._index is not None:
+            self._index.close()
+        self._backend.close()
 
     def __enter__(self) -> Brain:
         return self
@@ -119,14 +163,15 @@ class Brain:
         domain: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> WriteResult:
-        """Store one markdown document. Without a uri, its content identifies it."""
+        """Store one markdown document. Without a uri, its content identifies it. Raises
+        InvalidInput for empty or oversized content, or a bad front-matter relation."""
         note = MarkdownNote(content, title=title, uri=uri, domain=domain, metadata=metadata)
         return self.ingest_markdown_batch([note])[0]
 
     def ingest_markdown_batch(self, notes: Sequence[MarkdownNote]) -> list[WriteResult]:
         """Store several markdown documents in one transaction (one result each, in order):
         the fast way to load many. Two notes with the same uri (or, without one, the same
-        content) are refused before anything is written."""
+        content) are refused with InvalidInput before anything is written."""
         prepared = [self._prepared_note(note) for note in notes]
         seen: dict[str, int] = {}
         for position, item in enumerate(prepared, start=1):
@@ -159,7 +204,8 @@ class Brain:
         domain: str | None = None,
         tags: Sequence[str] = (),
     ) -> WriteResult:
-        """Store a short agent memory. The same text again is a duplicate."""
+        """Store a short agent memory. The same text again is a duplicate. Raises
+        InvalidInput for empty or oversized text."""
         body = self._checked_text(text, "text")
         revision = content_hash(body.encode("utf-8"))
         metadata: dict[str, Any] = {"tags": list(tags)}
@@ -175,7 +221,7 @@ class Brain:
             metadata=metadata,
             revision=revision,
         )
-        return self._write(prepared)
+        return self._write_batch([prepared])[0]
 
     def ingest_conversation(
         self,
@@ -190,19 +236,21 @@ class Brain:
             prepare_session(s, domain=domain or self.settings.default_domain, index_roles=roles)
             for s in sessions
         ]
-        return [self._write(p) for p in prepared]
+        return [self._write_batch([p])[0] for p in prepared]
 
     def ingest_dir(
         self, root: str | Path, *, domain: str | None = None, progress: Progress | None = None
     ) -> DirectoryReport:
-        """Bring the store in line with a folder of markdown, incrementally."""
+        """Bring the store in line with a folder of markdown, incrementally. Files that cannot
+        be read are listed in the report; InvalidInput if `root` is not a folder."""
+        self._retract_retired()
         return ingest_directory(
-            self.store,
+            self._store,
             root,
             domain=domain or self.settings.default_domain,
             chunking=self.settings.chunking,
             max_bytes=self.settings.limits.max_document_bytes,
-            clock=self.clock,
+            clock=self._clock,
             write=self._write_notes,
             retire=self._retire,
             progress=progress,
@@ -211,54 +259,85 @@ class Brain:
     def embed_missing(self, progress: Progress | None = None) -> int:
         """Embed every chunk without a vector for the current model (after a model change or
         an import). Returns how many were embedded."""
-        return self.vectors.backfill(progress) if self.vectors else 0
+        return self._vectors.backfill(progress) if self._vectors else 0
 
     def refresh_index(self) -> None:
-        """Bring the vector index up to date and write its cache file, so that the next
-        process to open this database starts without reading every vector (after ingest, and
-        before serving)."""
-        if self.index is not None:
-            self.index.sync()
-            self.index.save()
+        """Bring the dense index up to date and persist it, so that the next process to open
+        this database starts without reading every vector (after ingest, before serving)."""
+        if self._index is not None:
+            self._index.refresh()
 
     def _checked_text(self, text: str, field: str) -> str:
         return decode_utf8(text.encode("utf-8"), field, self.settings.limits.max_document_bytes)
 
-    def _write(self, prepared: Prepared) -> WriteResult:
-        return self._write_batch([prepared])[0]
-
-    def _write_batch(self, batch: Sequence[Prepared]) -> list[WriteResult]:
-        """Documents, their chunks and any new vectors, in one transaction."""
+    def _write_batch(
+        self, batch: Sequence[Prepared], work: UnitOfWork | None = None
+    ) -> list[WriteResult]:
+        """Documents, their chunks and any new vectors, in one transaction (the caller's
+        `work`, if given)."""
         items = [(p.draft, list(p.chunks)) for p in batch]
         vectors = None
-        if self.vectors is not None:
+        if self._vectors is not None:
             every = [c for _, chunks in items for c in chunks]
-            hashed, vectors = self.vectors.prepare(every)
+            hashed, vectors = self._vectors.prepare(every)
             items, start = [], 0
             for p in batch:
                 items.append((p.draft, hashed[start : start + len(p.chunks)]))
                 start += len(p.chunks)
-        return self.store.write_documents(items, self.clock(), vectors)
-
-    def _retire(self, document_ids: Sequence[int]) -> int:
-        now = self.clock()
-        retired = self.store.retire_documents(document_ids, now)
-        self.graph.retract_notes(document_ids, now)
-        return retired
+        if work is not None:
+            return work.write_documents(items, self._clock(), vectors)
+        return self._store.write_documents(items, self._clock(), vectors)
 
     def _write_notes(self, batch: Sequence[Prepared]) -> list[WriteResult]:
-        """Write markdown notes, then bring the graph edges each states (wikilinks, front
-        matter relations) in line with it. A bad relation refuses the note before any write."""
+        """Write markdown notes and the graph edges each states (wikilinks, front-matter
+        relations) in one transaction, so a crash can never leave them out of step. A bad
+        relation refuses the note before any write."""
         stated = [
-            self.graph.note_edges(p.draft.title, p.front_matter, p.draft.content) for p in batch
+            note_edges(p.draft.title, p.front_matter or {}, p.draft.content, self._link_type)
+            for p in batch
         ]
-        results = self._write_batch(batch)
-        now = self.clock()
-        for result, edges in zip(results, stated, strict=True):
-            changed = result.status is WriteStatus.UPDATED or edges
-            if result.status is not WriteStatus.DUPLICATE and changed:
-                self.graph.sync_note(result.document_id, edges, now)
+        with self._backend.unit_of_work() as work:
+            results = self._write_batch(batch, work)
+            now = self._clock()
+            for result, edges in zip(results, stated, strict=True):
+                self._sync_edges(work, result, edges, now)
         return results
+
+    def _sync_edges(
+        self,
+        work: UnitOfWork,
+        result: WriteResult,
+        edges: Sequence[RelationshipInput],
+        now: Any,
+    ) -> None:
+        if result.status is WriteStatus.DUPLICATE:
+            if work.edges_revision(result.document_id) == result.revision:
+                return
+        elif result.status is WriteStatus.CREATED and not edges:
+            work.mark_edges_synced(result.document_id, result.revision)
+            return
+        sync_note(work.graph, self.settings.graph, result.document_id, edges, now)
+        work.mark_edges_synced(result.document_id, result.revision)
+
+    @property
+    def _link_type(self) -> str:
+        return self.settings.graph.link_type
+
+    def _retire(self, document_ids: Sequence[int]) -> int:
+        """Retire documents and retract the edges they stated, in one transaction."""
+        now = self._clock()
+        with self._backend.unit_of_work() as work:
+            retired = work.retire_documents(document_ids, now)
+            retract_notes(work.graph, document_ids, now)
+        return retired
+
+    def _retract_retired(self) -> None:
+        """Retract the edges that retired notes still state (left by a crash before edges
+        were written with their note)."""
+        stale = self._store.retired_with_edges()
+        if stale:
+            with self._backend.unit_of_work() as work:
+                retract_notes(work.graph, stale, self._clock())
 
     # retrieval
 
@@ -270,12 +349,14 @@ class Brain:
         filters: SearchFilters | None = None,
         best_per_document: bool = False,
         mode: SearchMode | str = SearchMode.BALANCED,
+        config: SearchConfig | None = None,
     ) -> list[Hit]:
         """The best chunks for a natural-language query, each with its trace. `k` defaults
-        to the mode's."""
+        to the mode's. `config` replaces the mode's preset (evaluation and tuning). Raises
+        InvalidInput for an empty or overlong query, a bad k or an unknown mode."""
         started = time.perf_counter()
-        config = PRESETS[parse_mode(mode)]
-        hits = self._search(query, config.k if k is None else k, filters, best_per_document, config)
+        chosen = config or PRESETS[parse_mode(mode)]
+        hits = self._search(query, chosen.k if k is None else k, filters, best_per_document, chosen)
         self._capture("search", query, mode, filters, hits, started)
         return hits
 
@@ -288,7 +369,7 @@ class Brain:
         config: SearchConfig,
     ) -> list[Hit]:
         self._check_query(query, k)
-        return self.searcher.search(
+        return self._searcher.search(
             query, k, filters or SearchFilters(), config, best_per_document=best_per_document
         )
 
@@ -305,7 +386,8 @@ class Brain:
         """The best hits, in rank order, that fit within the token budget (the mode's by
         default). `tokenmax` also brings each hit's neighbouring chunks as context. With
         `graph` (the default in tokenmax), the current relationships of entities the top hits
-        name follow as `graph_context`, within what is left of the budget."""
+        name follow as `graph_context`, within what is left of the budget. Raises
+        InvalidInput as `search` does, and for a budget out of range."""
         config = PRESETS[parse_mode(mode)]
         budget = config.budget_tokens if budget_tokens is None else budget_tokens
         if not 1 <= budget <= self.settings.limits.max_budget_tokens:
@@ -316,14 +398,14 @@ class Brain:
         started = time.perf_counter()
         hits = self._search(query, config.k if k is None else k, filters, False, config)
         if config.neighbours:
-            hits = with_neighbours(self.store, hits, config.neighbours)
-        kept, used = _fit_budget(hits, budget)
-        facts: tuple[GraphFact, ...] = ()
+            hits = with_neighbours(self._store, hits, config.neighbours)
+        kept, used = fit_budget(hits, budget, lambda hit: hit.text)
+        facts: list[GraphFact] = []
         if config.graph if graph is None else graph:
-            facts, cost = _fit_facts(self.graph.context(kept), budget - used)
+            facts, cost = fit_budget(self._graph.context(kept), budget - used, _fact_text)
             used += cost
         self._capture("recall", query, mode, filters, kept, started)
-        return Recall(query, tuple(kept), budget, used, len(hits) - len(kept), facts)
+        return Recall(query, tuple(kept), budget, used, len(hits) - len(kept), tuple(facts))
 
     def graph_context(
         self, hits: Sequence[Hit], budget_tokens: int | None = None
@@ -333,7 +415,7 @@ class Brain:
         budget = (
             self.settings.graph.search_context_tokens if budget_tokens is None else budget_tokens
         )
-        return _fit_facts(self.graph.context(hits), budget)[0]
+        return tuple(fit_budget(self._graph.context(hits), budget, _fact_text)[0])
 
     def explain(
         self,
@@ -344,17 +426,14 @@ class Brain:
         filters: SearchFilters | None = None,
         mode: SearchMode | str = SearchMode.BALANCED,
     ) -> Explanation:
-        """Where a document (by id or uri) ranked in each retriever's list for this query,
-        whether it made the top k, and which filter, if any, excluded it."""
+        """Where a document (by id, uri or path) ranked in each retriever's list for this
+        query, whether it made the top k, and which filter, if any, excluded it. Raises
+        NotFound for an unknown document, InvalidInput as `search` does."""
         config = PRESETS[parse_mode(mode)]
         size = config.k if k is None else k
         self._check_query(query, size)
-        target = (
-            self.get_document(document)
-            if isinstance(document, int)
-            else self.find_document(document)
-        )
-        return explain(self.searcher, query, target, filters or SearchFilters(), config, size)
+        target = self.document(document)
+        return explain(self._searcher, query, target, filters or SearchFilters(), config, size)
 
     def _check_query(self, query: str, k: int) -> None:
         limits = self.settings.limits
@@ -369,7 +448,7 @@ class Brain:
 
     def captured(self) -> Iterator[dict[str, Any]]:
         """Every captured search and recall, as replay records: results get stable ids."""
-        return capture_records(self.store.captures(), self.store.fetch_chunks)
+        return capture_records(self._store.captures(), self._store.fetch_chunks)
 
     def _capture(
         self,
@@ -383,7 +462,7 @@ class Brain:
         if not self.settings.capture.enabled:
             return
         capture = Capture(
-            at=self.clock(),
+            at=self._clock(),
             operation=operation,
             query=query,
             mode=str(mode),
@@ -391,49 +470,80 @@ class Brain:
             results=tuple(h.chunk_id for h in hits),
             latency_ms=(time.perf_counter() - started) * 1000,
         )
-        self.store.record_capture(capture, self.settings.capture.max_rows)
+        self._store.record_capture(capture, self.settings.capture.max_rows)
 
     # documents
 
     def get_document(self, document_id: int) -> Document:
-        return self.store.get_document(document_id)
+        """The document with this id, retired or not. Raises NotFound."""
+        return self._store.get_document(document_id)
 
     def find_document(self, uri: str) -> Document:
-        document = self.store.find_document(uri)
+        """The document stored under this uri. Raises NotFound."""
+        document = self._store.find_document(uri)
         if document is None:
             raise NotFound(f"no document with uri or path {uri!r}")
         return document
 
+    def document(self, ref: int | str) -> Document:
+        """A document by id, by uri, or by the path of the file `ingest-dir` read it from
+        (relative paths are taken from the current folder); a string of digits is an id.
+        Raises NotFound."""
+        if isinstance(ref, int):
+            return self.get_document(ref)
+        if ref.isascii() and ref.isdigit():
+            return self.get_document(int(ref))
+        found = self._store.find_document(ref)
+        if found is None:
+            path = Path(ref).expanduser()
+            if path.exists():
+                found = self._store.find_document(path.resolve().as_posix())
+        if found is None:
+            raise NotFound(f"no document with uri or path {ref!r}")
+        return found
+
     def document_chunks(self, document_id: int) -> list[Chunk]:
-        self.store.get_document(document_id)
-        return self.store.chunks_of(document_id)
+        """A document's chunks in order. Raises NotFound."""
+        self._store.get_document(document_id)
+        return self._store.chunks_of(document_id)
 
     def document_history(self, document_id: int) -> list[Mapping[str, Any]]:
-        return self.store.document_history(document_id)
+        """A document's revisions: created, updated and retired events. Raises NotFound."""
+        return self._store.document_history(document_id)
 
     def delete_document(self, document_id: int) -> bool:
-        """Retire a document from search; its row and history are kept. False if already."""
-        self.store.get_document(document_id)
+        """Retire a document from search; its row and history are kept. False if already.
+        Raises NotFound."""
+        self._store.get_document(document_id)
         return self._retire([document_id]) == 1
 
     # whole-brain
 
     def stats(self) -> BrainStats:
+        """Counts, database size, memory use and the embedding model."""
+        embedder = self._embedder
         return BrainStats(
-            store=self.store.stats(),
-            db_path=str(self.settings.db_path),
+            store=self._store.stats(),
+            db_path=self._backend.describe(),
             rss_bytes=psutil.Process().memory_info().rss,
             version=__version__,
+            embedder=EmbedderInfo(
+                self.settings.embedder,
+                embedder.model_id if embedder else None,
+                embedder.dim if embedder else None,
+            ),
         )
 
     def export(self) -> Iterator[dict[str, Any]]:
-        return self.store.export_records()
+        """Every record, as JSON-ready dicts (the `export` format)."""
+        return self._store.export_records()
 
     def import_records(
         self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None
     ) -> ImportResult:
-        """Restore exported records (never overwriting), then embed the imported chunks."""
-        result = self.store.import_records(records)
+        """Restore exported records (never overwriting), then embed the imported chunks.
+        Raises InvalidInput, naming the record, for a malformed one; nothing is then stored."""
+        result = self._store.import_records(records)
         self.embed_missing(progress)
         return result
 
@@ -446,40 +556,8 @@ def parse_mode(mode: SearchMode | str) -> SearchMode:
         raise InvalidInput(f"mode={mode!r} is not one of: {choices}") from None
 
 
-def _fit_budget(hits: Sequence[Hit], budget: int) -> tuple[list[Hit], int]:
-    kept: list[Hit] = []
-    used = 0
-    for hit in hits:
-        cost = count_tokens(hit.text)
-        if used + cost <= budget:
-            kept.append(hit)
-            used += cost
-    return kept, used
-
-
-def _fit_facts(facts: Sequence[GraphFact], budget: int) -> tuple[tuple[GraphFact, ...], int]:
-    kept: list[GraphFact] = []
-    used = 0
-    for fact in facts:
-        cost = count_tokens(fact.text)
-        if used + cost <= budget:
-            kept.append(fact)
-            used += cost
-    return tuple(kept), used
-
-
-def index_cache_path(db_path: Path, model: str) -> Path | None:
-    """The vector index's cache file for a model: beside the database, one per model."""
-    if str(db_path) == ":memory:":
-        return None
-    digest = hashlib.sha256(model.encode("utf-8")).hexdigest()[:12]
-    return db_path.with_name(f"{db_path.name}.vectors-{digest}.npz")
-
-
-def _graph_store(store: Store) -> GraphStore:
-    if isinstance(store, SQLiteStore):
-        return SQLiteGraphStore(store)
-    raise ConfigError(f"no knowledge graph storage for a {type(store).__name__}")
+def _fact_text(fact: GraphFact) -> str:
+    return fact.text
 
 
 def _memory_title(text: str) -> str:

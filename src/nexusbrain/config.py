@@ -1,22 +1,81 @@
-"""Settings, with their defaults committed here. Environment variables override a few of them."""
+"""Settings: frozen objects with their defaults committed here, and the one reader of the
+environment. Nothing else in the package reads `os.environ`.
+
+The variables, all optional:
+
+| variable | what |
+| --- | --- |
+| `BRAIN_DB_URL` | the brain: a path, `sqlite:///path` (`postgresql://…` with the postgres extra) |
+| `BRAIN_DB_PATH` | the SQLite file, when `BRAIN_DB_URL` is not set |
+| `BRAIN_EMBEDDER` | `edge` (default), `quality`, `hashing` or `none` |
+| `BRAIN_CAPTURE`, `BRAIN_CAPTURE_MAX_ROWS` | capture searches for replay, and how many to keep |
+| `BRAIN_POSTINGS_CACHE_MB` | memory for scored postings (32) |
+| `BRAIN_API_TOKEN` | the bearer token the server requires (needed beyond loopback) |
+| `BRAIN_BIND_HOST`, `BIND_PORT` | where `serve` listens (127.0.0.1:8765) |
+| `BRAIN_RATE_LIMIT`, `BRAIN_RATE_BURST`, `BRAIN_RATE_LIMIT_LOOPBACK` | per-client rate limit |
+| `BRAIN_ENVELOPE` | the envelope the server reports against (`desktop`) |
+| `BRAIN_EVALS_DIR` | where eval results are logged (`.nexusbrain-evals` at the git root) |
+| `BRAIN_ANSWER_*` | the answer-generation endpoint of `eval run-all` (see evals/answer.py) |
+"""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import platformdirs
 
-from nexusbrain.embeddings.profiles import Profile, parse_profile
+from nexusbrain.envelopes import DEFAULT_ENVELOPE, Envelope, envelope_named
 from nexusbrain.errors import ConfigError
-from nexusbrain.ingest.chunking import ChunkingConfig
 
 DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
 CAPTURE_MAX_ROWS = 100_000
 POSTINGS_CACHE_MB = 32
+DEFAULT_RATE = 50.0
+DEFAULT_BURST = 100
+
+
+def pin_blas_threads() -> None:
+    """One BLAS thread unless the user says otherwise: search multiplies one query vector by
+    the chunk matrix, a product too small for threads to pay (docs/tuning.md). Takes effect
+    only before numpy is imported."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+
+
+class Profile(StrEnum):
+    """Embedding profiles (embeddings/profiles.py loads them)."""
+
+    EDGE = "edge"
+    QUALITY = "quality"
+    HASHING = "hashing"
+    NONE = "none"
+
+
+def parse_profile(name: str) -> Profile:
+    try:
+        return Profile(name.strip().lower())
+    except ValueError:
+        choices = ", ".join(p.value for p in Profile)
+        raise ConfigError(f"embedding profile {name!r} is not one of: {choices}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingConfig:
+    target_chars: int = 1200  # pack blocks into a chunk while it stays within this size
+    max_chars: int = 2400  # no chunk is larger, unless it holds a fence larger by itself
+
+    def __post_init__(self) -> None:
+        if not 0 < self.target_chars <= self.max_chars:
+            raise ValueError(
+                f"chunking needs 0 < target_chars <= max_chars, "
+                f"got target_chars={self.target_chars}, max_chars={self.max_chars}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +92,8 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class LexicalConfig:
-    """BM25 over FTS5: the weights of the chunk's text, heading-path and context columns."""
+    """BM25: the weights of the chunk's text, heading-path and context columns, and which
+    query words count."""
 
     text_weight: float = 1.0
     heading_weight: float = 0.5
@@ -45,12 +105,16 @@ class LexicalConfig:
     # Elasticsearch's "common terms" cut-off. 0 turns it off. See docs/tuning.md.
     common_share: float = 0.15
     common_min_rows: int = 1000
-    # Score BM25 in numpy from FTS5's postings (the same rows and scores as FTS5's bm25(),
-    # several times faster on frequent words); False ranks with bm25() inside FTS5.
+    # Score BM25 in numpy from the index's postings (the same rows and scores as the engine's
+    # own ranking, faster on frequent words); False ranks inside the engine.
     from_postings: bool = True
-    # Memory for the scored postings of recent query words (12 bytes a posting);
-    # $BRAIN_POSTINGS_CACHE_MB. About 30 MB holds every word of 200 queries at 100k chunks.
+    # Memory for the scored postings of recent query words (12 bytes a posting).
     postings_cache_mb: int = POSTINGS_CACHE_MB
+
+    @property
+    def weights(self) -> tuple[float, float, float]:
+        """(text, heading path, context)."""
+        return (self.text_weight, self.heading_weight, self.context_weight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +122,7 @@ class CaptureConfig:
     """Opt-in capture of every search and recall, for replay evaluation."""
 
     enabled: bool = False
-    max_rows: int = CAPTURE_MAX_ROWS  # oldest rows go first; $BRAIN_CAPTURE_MAX_ROWS
+    max_rows: int = CAPTURE_MAX_ROWS  # oldest rows go first
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +140,48 @@ class GraphConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RateLimit:
+    rate: float = DEFAULT_RATE  # requests per second per client; 0 turns limiting off
+    burst: int = DEFAULT_BURST  # requests a client may send at once
+    limit_loopback: bool = False  # loopback clients are exempt unless this is set
+
+    def __post_init__(self) -> None:
+        if self.rate < 0 or not math.isfinite(self.rate):
+            raise ConfigError(f"rate limit {self.rate} must be a number >= 0 (0 turns it off)")
+        if self.burst < 1:
+            raise ConfigError(f"rate limit burst {self.burst} must be at least 1")
+
+    @property
+    def enabled(self) -> bool:
+        return self.rate > 0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    rate_limit: RateLimit = field(default_factory=RateLimit)
+    envelope: Envelope = field(default_factory=lambda: envelope_named(DEFAULT_ENVELOPE))
+    envelope_check_seconds: float = 30.0  # 0: only /stats checks the envelope
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSettings:
+    """The OpenAI-compatible endpoint that answers questions in an eval sweep."""
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    judge_model: str | None = None
+    price_in: float | None = None  # USD per million tokens; None: the price table's
+    price_out: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
-    db_path: Path
+    db: str | Path  # a path, sqlite:///path, or a database URL (storage.open)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     limits: Limits = field(default_factory=Limits)
     lexical: LexicalConfig = field(default_factory=LexicalConfig)
@@ -88,41 +192,141 @@ class Settings:
 
     @classmethod
     def from_env(
-        cls, db_path: str | Path | None = None, environ: Mapping[str, str] | None = None
+        cls, db: str | Path | None = None, environ: Mapping[str, str] | None = None
     ) -> Settings:
-        env = os.environ if environ is None else environ
+        """The brain's settings: `db` (the --db flag) else BRAIN_DB_URL, else BRAIN_DB_PATH,
+        else brain.db in the platform's data directory; the rest from BRAIN_* variables."""
+        env = _environ(environ)
         capture = CaptureConfig(
             enabled=_flag(env, "BRAIN_CAPTURE"),
             max_rows=_count(env, "BRAIN_CAPTURE_MAX_ROWS", CAPTURE_MAX_ROWS),
         )
-        embedder = parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value))
         lexical = LexicalConfig(
             postings_cache_mb=_count(env, "BRAIN_POSTINGS_CACHE_MB", POSTINGS_CACHE_MB)
         )
         return cls(
-            db_path=resolve_db_path(db_path, env),
+            db=resolve_db(db, env),
             lexical=lexical,
             capture=capture,
-            embedder=embedder,
+            embedder=parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value)),
         )
 
 
-def resolve_db_path(explicit: str | Path | None, environ: Mapping[str, str]) -> Path:
-    """--db, else BRAIN_DB_PATH, else brain.db in the platform's user data directory."""
-    if explicit:
-        return Path(explicit).expanduser()
-    if environ.get("BRAIN_DB_PATH"):
-        return Path(environ["BRAIN_DB_PATH"]).expanduser()
-    return Path(platformdirs.user_data_dir("nexusbrain")) / "brain.db"
+def resolve_db(explicit: str | Path | None, environ: Mapping[str, str] | None = None) -> str:
+    """--db, else BRAIN_DB_URL, else BRAIN_DB_PATH, else brain.db in the user data directory."""
+    env = _environ(environ)
+    chosen = explicit or env.get("BRAIN_DB_URL") or env.get("BRAIN_DB_PATH")
+    if chosen:
+        text = str(chosen)
+        return text if "://" in text else str(Path(text).expanduser())
+    return str(Path(platformdirs.user_data_dir("nexusbrain")) / "brain.db")
+
+
+def server_settings(
+    host: str | None = None,
+    port: int | None = None,
+    limits: Limits | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ServerSettings:
+    """The server's settings: explicit flags, else BRAIN_BIND_HOST and BIND_PORT; the token,
+    rate limit and envelope from BRAIN_API_TOKEN, BRAIN_RATE_* and BRAIN_ENVELOPE."""
+    env = _environ(environ)
+    rate = RateLimit(
+        rate=_number(env, "BRAIN_RATE_LIMIT", DEFAULT_RATE),
+        burst=int(_number(env, "BRAIN_RATE_BURST", DEFAULT_BURST)),
+        limit_loopback=_flag(env, "BRAIN_RATE_LIMIT_LOOPBACK"),
+    )
+    return ServerSettings(
+        host=host or env.get("BRAIN_BIND_HOST") or DEFAULT_HOST,
+        port=port if port is not None else _count(env, "BIND_PORT", DEFAULT_PORT),
+        token=env.get("BRAIN_API_TOKEN") or None,
+        limits=limits or Limits(),
+        rate_limit=rate,
+        envelope=envelope_named(env.get("BRAIN_ENVELOPE") or DEFAULT_ENVELOPE),
+    )
+
+
+def api_token(environ: Mapping[str, str] | None = None) -> str | None:
+    """BRAIN_API_TOKEN, which clients of a running server send as a bearer token."""
+    return _environ(environ).get("BRAIN_API_TOKEN") or None
+
+
+def evals_dir(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path:
+    """BRAIN_EVALS_DIR, else `.nexusbrain-evals` at the git root above `cwd`, else in `cwd`."""
+    env = _environ(environ)
+    if env.get("BRAIN_EVALS_DIR"):
+        return Path(env["BRAIN_EVALS_DIR"]).expanduser()
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder / ".nexusbrain-evals"
+    return here / ".nexusbrain-evals"
+
+
+def answer_settings(environ: Mapping[str, str] | None = None) -> AnswerSettings:
+    """BRAIN_ANSWER_BASE_URL and BRAIN_ANSWER_MODEL (both needed), BRAIN_ANSWER_API_KEY (else
+    OPENAI_API_KEY), BRAIN_ANSWER_JUDGE_MODEL, and BRAIN_ANSWER_PRICE_IN / _OUT."""
+    env = _environ(environ)
+    missing = [n for n in ("BRAIN_ANSWER_BASE_URL", "BRAIN_ANSWER_MODEL") if not env.get(n)]
+    if missing:
+        raise ConfigError(
+            f"answer generation needs {' and '.join(missing)}: e.g. "
+            "BRAIN_ANSWER_BASE_URL=http://127.0.0.1:8000/v1 BRAIN_ANSWER_MODEL=gpt-4o-mini"
+        )
+    priced = env.get("BRAIN_ANSWER_PRICE_IN") or env.get("BRAIN_ANSWER_PRICE_OUT")
+    return AnswerSettings(
+        base_url=env["BRAIN_ANSWER_BASE_URL"].rstrip("/"),
+        model=env["BRAIN_ANSWER_MODEL"],
+        api_key=env.get("BRAIN_ANSWER_API_KEY") or env.get("OPENAI_API_KEY") or None,
+        judge_model=env.get("BRAIN_ANSWER_JUDGE_MODEL") or None,
+        price_in=_price(env, "BRAIN_ANSWER_PRICE_IN") if priced else None,
+        price_out=_price(env, "BRAIN_ANSWER_PRICE_OUT") if priced else None,
+    )
+
+
+def child_environment(
+    drop: tuple[str, ...] = (), extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """This process's environment for a child process, without `drop`, with `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(extra or {})
+    return env
+
+
+def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
 
 
 def _count(environ: Mapping[str, str], name: str, default: int) -> int:
     value = environ.get(name, "").strip()
     if not value:
         return default
-    if not value.isdigit() or int(value) < 1:
+    if not value.isascii() or not value.isdigit() or int(value) < 1:
         raise ConfigError(f"{name}={value!r} is not a positive whole number, e.g. {default}")
     return int(value)
+
+
+def _number(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number") from None
+
+
+def _price(environ: Mapping[str, str], name: str) -> float:
+    try:
+        value = float(environ.get(name, ""))
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(
+            f"{name}={environ.get(name, '')!r} must be a price in USD per million tokens, "
+            "e.g. 0.15 (set both BRAIN_ANSWER_PRICE_IN and BRAIN_ANSWER_PRICE_OUT)"
+        )
+    return value
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:

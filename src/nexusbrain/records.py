@@ -6,7 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
+
+
+class Progress(Protocol):
+    """Told how far a long job has got: `done` of `total` in `phase` ("ingesting"...)."""
+
+    def __call__(self, phase: str, done: int, total: int, /) -> None: ...
 
 
 class DocumentKind(StrEnum):

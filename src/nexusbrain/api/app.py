@@ -13,7 +13,7 @@ from nexusbrain import __version__, views
 from nexusbrain.api.capture_routes import capture_routes
 from nexusbrain.api.errors import install_error_handlers
 from nexusbrain.api.graph_routes import graph_routes
-from nexusbrain.api.guard import Guard, ServerSettings
+from nexusbrain.api.guard import Guard
 from nexusbrain.api.monitor import LatencyWindow, Monitor, lifespan
 from nexusbrain.api.schemas import (
     ConversationIn,
@@ -24,8 +24,9 @@ from nexusbrain.api.schemas import (
     RecallIn,
 )
 from nexusbrain.brain import Brain
-from nexusbrain.errors import InvalidInput
+from nexusbrain.config import ServerSettings
 from nexusbrain.ingest.conversation import sessions_from_json
+from nexusbrain.jsonlines import parse_line
 from nexusbrain.records import MarkdownNote, SearchFilters, SearchMode, WriteStatus
 from nexusbrain.retrieval.filters import make_filters
 from nexusbrain.web import web_routes
@@ -110,19 +111,9 @@ async def _ndjson(request: Request) -> AsyncIterator[dict[str, Any]]:
         for line in lines:
             line_number += 1
             if line.strip():
-                yield _record(line, line_number)
+                yield parse_line(line, line_number)
     if buffer.strip():
-        yield _record(buffer, line_number + 1)
-
-
-def _record(line: bytes, number: int) -> dict[str, Any]:
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidInput(f"import line {number} is not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise InvalidInput(f"import line {number} is not a JSON object")
-    return value
+        yield parse_line(buffer, line_number + 1)
 
 
 def _ingest_routes(app: FastAPI, brain: Brain) -> None:

@@ -6,10 +6,8 @@ A pure ASGI middleware, so it also guards streamed bodies whose size is not decl
 from __future__ import annotations
 
 import hmac
-import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
@@ -19,39 +17,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nexusbrain.api.errors import error_response
 from nexusbrain.api.monitor import TIMED_PATHS, LatencyWindow
-from nexusbrain.api.ratelimit import RateLimit, RateLimiter, is_loopback, retry_after_header
-from nexusbrain.bench.envelopes import DEFAULT_ENVELOPE, Envelope, envelope_named
-from nexusbrain.config import DEFAULT_HOST, DEFAULT_PORT, Limits
+from nexusbrain.api.ratelimit import RateLimiter, is_loopback, retry_after_header
+from nexusbrain.config import ServerSettings
 from nexusbrain.errors import ConfigError
 from nexusbrain.web.login import LOGIN_PATH, OPEN_PATHS, TOKEN_COOKIE
 
-__all__ = ["Guard", "ServerSettings", "check_bind", "is_loopback"]
-
-
-@dataclass(frozen=True, slots=True)
-class ServerSettings:
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    token: str | None = None
-    limits: Limits = field(default_factory=Limits)
-    rate_limit: RateLimit = field(default_factory=RateLimit)
-    envelope: Envelope = field(default_factory=lambda: envelope_named(DEFAULT_ENVELOPE))
-    envelope_check_seconds: float = 30.0  # 0: only /stats checks the envelope
-
-    @classmethod
-    def from_env(
-        cls, host: str, port: int, limits: Limits, environ: Mapping[str, str] | None = None
-    ) -> ServerSettings:
-        """BRAIN_API_TOKEN, BRAIN_ENVELOPE and the BRAIN_RATE_* variables (see RateLimit)."""
-        env = os.environ if environ is None else environ
-        return cls(
-            host=host,
-            port=port,
-            token=env.get("BRAIN_API_TOKEN") or None,
-            limits=limits,
-            rate_limit=RateLimit.from_env(env),
-            envelope=envelope_named(env.get("BRAIN_ENVELOPE") or DEFAULT_ENVELOPE),
-        )
+__all__ = ["Guard", "check_bind", "is_loopback"]
 
 
 def check_bind(settings: ServerSettings) -> None:

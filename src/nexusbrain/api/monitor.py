@@ -1,6 +1,6 @@
 """What the server watches about itself: recent search latencies and its envelope status.
 
-The status is a soft signal (see bench/envelopes.py): /stats reports it, and a background check
+The status is a soft signal (see envelopes.py): /stats reports it, and a background check
 every `ServerSettings.envelope_check_seconds` logs a warning when a limit is crossed."""
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
-from nexusbrain.bench.envelopes import Envelope, EnvelopeWatch, Observed, status
-from nexusbrain.bench.latency import percentile
+from nexusbrain.envelopes import Envelope, EnvelopeWatch, Observed, status
+from nexusbrain.latency import percentile
 
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain
@@ -53,9 +51,9 @@ class Monitor:
         return status(self.watch.envelope, observed, self.watch.observe(observed))
 
     def check(self) -> None:
-        store = self.brain.store.stats()
-        rss = psutil.Process().memory_info().rss
-        self.watch.observe(self.observed(store.documents, store.db_bytes, rss))
+        stats = self.brain.stats()
+        store = stats.store
+        self.watch.observe(self.observed(store.documents, store.db_bytes, stats.rss_bytes))
 
 
 def lifespan(monitor: Monitor, every: float) -> Callable[[Any], Any]:

@@ -12,41 +12,11 @@ import ipaddress
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from nexusbrain.errors import ConfigError
+from nexusbrain.config import RateLimit
 
-DEFAULT_RATE = 50.0
-DEFAULT_BURST = 100
 MAX_CLIENTS = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class RateLimit:
-    rate: float = DEFAULT_RATE  # requests per second per client; 0 turns limiting off
-    burst: int = DEFAULT_BURST  # requests a client may send at once
-    limit_loopback: bool = False  # loopback clients are exempt unless this is set
-
-    def __post_init__(self) -> None:
-        if self.rate < 0 or not math.isfinite(self.rate):
-            raise ConfigError(f"rate limit {self.rate} must be a number >= 0 (0 turns it off)")
-        if self.burst < 1:
-            raise ConfigError(f"rate limit burst {self.burst} must be at least 1")
-
-    @property
-    def enabled(self) -> bool:
-        return self.rate > 0
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> RateLimit:
-        """BRAIN_RATE_LIMIT (requests/s, 0 = off), BRAIN_RATE_BURST and
-        BRAIN_RATE_LIMIT_LOOPBACK (1 = limit loopback clients too)."""
-        return cls(
-            rate=_number(environ, "BRAIN_RATE_LIMIT", DEFAULT_RATE),
-            burst=int(_number(environ, "BRAIN_RATE_BURST", DEFAULT_BURST)),
-            limit_loopback=_flag(environ, "BRAIN_RATE_LIMIT_LOOPBACK"),
-        )
 
 
 def is_loopback(host: str) -> bool:
@@ -93,22 +63,3 @@ class RateLimiter:
 def retry_after_header(wait: float) -> str:
     """Retry-After takes whole seconds: round up, so that a client that waits gets through."""
     return str(max(1, math.ceil(wait)))
-
-
-def _number(environ: Mapping[str, str], name: str, default: float) -> float:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a number") from None
-
-
-def _flag(environ: Mapping[str, str], name: str) -> bool:
-    raw = environ.get(name, "").strip().lower()
-    if raw in ("", "0", "false", "no", "off"):
-        return False
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    raise ConfigError(f"{name}={raw!r} is not a boolean: use 1/0, true/false, yes/no or on/off")

@@ -7,15 +7,18 @@ import logging
 import uvicorn
 
 from nexusbrain.api.app import create_app
-from nexusbrain.api.guard import ServerSettings, check_bind
+from nexusbrain.api.guard import check_bind
 from nexusbrain.brain import Brain
+from nexusbrain.config import server_settings
 
 log = logging.getLogger(__name__)
 
 
-def run(brain: Brain, *, host: str, port: int, log_level: str = "info", mcp: bool = False) -> None:
+def run(
+    brain: Brain, *, host: str | None, port: int | None, log_level: str = "info", mcp: bool = False
+) -> None:
     """Serve the API; with `mcp`, MCP over streamable HTTP at /mcp too, behind the same guard."""
-    settings = ServerSettings.from_env(host, port, brain.settings.limits)
+    settings = server_settings(host, port, brain.settings.limits)
     check_bind(settings)
     embedded = brain.embed_missing()
     if embedded:
@@ -26,4 +29,4 @@ def run(brain: Brain, *, host: str, port: int, log_level: str = "info", mcp: boo
         from nexusbrain.mcp_server.http import mount_mcp
 
         mount_mcp(app, brain, settings)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level, access_log=False)

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexusbrain.errors import BrainError, MissingExtra
-
-Progress = Callable[[int, int], None]
+from nexusbrain.records import Progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +97,7 @@ def _one(http: Any, call: Call, shared: _Shared, total: int, progress: Progress 
             shared.bodies.append(response.json())
         done = len(shared.milliseconds)
     if progress is not None and (done % 50 == 0 or done == total):
-        progress(done, total)
+        progress("requests", done, total)
 
 
 def _httpx() -> Any:

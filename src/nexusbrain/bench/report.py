@@ -14,7 +14,8 @@ from typing import Any
 
 import psutil
 
-from nexusbrain.embeddings.profiles import MODELS, Profile, parse_profile
+from nexusbrain.config import Profile, Settings
+from nexusbrain.embeddings.profiles import MODELS
 from nexusbrain.records import SearchMode
 
 PACKAGES = (
@@ -34,7 +35,7 @@ SOURCE = Path(__file__).resolve().parents[1]
 
 
 def environment(clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> dict[str, Any]:
-    profile = parse_profile(os.environ.get("BRAIN_EMBEDDER", Profile.EDGE.value))
+    profile = Settings.from_env().embedder
     return {
         "started_at": clock().isoformat(),
         "commit": _git("rev-parse", "HEAD"),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shutil
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,19 +25,17 @@ from typing import Any
 import numpy as np
 
 from nexusbrain.bench.corpus import DEFAULT_SEED, Corpus, CorpusSpec, name_of, write_doc
-from nexusbrain.bench.envelopes import Observed, check, envelope_named, status
-from nexusbrain.bench.latency import summarise
 from nexusbrain.bench.load import Call, LoadResult, RssSampler, run_calls, wait_for_answer
 from nexusbrain.bench.server import ChildServer, child_env, run_cli
-from nexusbrain.records import SearchMode
+from nexusbrain.envelopes import Observed, check, envelope_named, status
+from nexusbrain.latency import summarise
+from nexusbrain.records import Progress, SearchMode
 
 K = 10
 INGEST_CLIENTS = 4
 INGEST_BATCH = 32  # documents per POST /ingest/markdown/batch
 WARMUP = 10
 CHANGED_SHARE = 0.01
-
-Phase = Callable[[str, int, int], None]  # (what, done, total)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +53,7 @@ def _quiet(what: str, done: int, total: int) -> None:
     """No progress display."""
 
 
-def measure(config: BenchConfig, phase: Phase = _quiet) -> list[dict[str, Any]]:
+def measure(config: BenchConfig, phase: Progress = _quiet) -> list[dict[str, Any]]:
     """One entry per scale: the median of the runs (and the runs themselves when several)."""
     corpus = Corpus(CorpusSpec(seed=config.seed))
     out = []
@@ -100,7 +98,7 @@ def median_of(values: Sequence[Any]) -> Any:
     return type(first)(middle) if isinstance(first, int) else middle
 
 
-def _write_corpus(corpus: Corpus, folder: Path, documents: int, phase: Phase) -> None:
+def _write_corpus(corpus: Corpus, folder: Path, documents: int, phase: Progress) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     for doc in corpus.documents(documents):
         write_doc(folder, doc)
@@ -109,7 +107,7 @@ def _write_corpus(corpus: Corpus, folder: Path, documents: int, phase: Phase) ->
 
 
 def _measure_scale(
-    corpus: Corpus, folder: Path, documents: int, config: BenchConfig, run: int, phase: Phase
+    corpus: Corpus, folder: Path, documents: int, config: BenchConfig, run: int, phase: Progress
 ) -> dict[str, Any]:
     work = config.workdir / f"run-{documents}-{run}"
     shutil.rmtree(work, ignore_errors=True)
@@ -144,7 +142,7 @@ def _measure_scale(
 
 
 def _http_ingest(
-    folder: Path, documents: int, work: Path, env: Mapping[str, str], label: str, phase: Phase
+    folder: Path, documents: int, work: Path, env: Mapping[str, str], label: str, phase: Progress
 ) -> tuple[dict[str, Any], int]:
     with ChildServer(work / "http.db", env, work / "http-server.log") as server:
         wait_for_answer(server.url, Call("GET", "/health"), 120, server.alive)
@@ -155,7 +153,7 @@ def _http_ingest(
                 clients=INGEST_CLIENTS,
                 keep_bodies=True,
                 total=-(-documents // INGEST_BATCH),
-                progress=lambda done, total: phase(f"{label}: HTTP ingest", done, total),
+                progress=lambda _, done, total: phase(f"{label}: HTTP ingest", done, total),
             )
         server.check_alive()
     chunks = sum(int(body["chunks"]) for body in result.bodies)
@@ -185,7 +183,7 @@ def _serve_and_search(
     queries: list[str],
     config: BenchConfig,
     label: str,
-    phase: Phase,
+    phase: Progress,
 ) -> dict[str, Any]:
     warmup, queries = queries[:WARMUP], queries[WARMUP:]
     with ChildServer(db, env, work / "server.log") as server:
@@ -287,7 +285,7 @@ def _disk_bytes(db: Path) -> int:
     return sum(part.stat().st_size for part in parts if part.exists())
 
 
-def run(config: BenchConfig, phase: Phase = _quiet) -> dict[str, Any]:
+def run(config: BenchConfig, phase: Progress = _quiet) -> dict[str, Any]:
     """The whole report: settings, environment, and one entry per scale."""
     from nexusbrain.bench.report import environment
 

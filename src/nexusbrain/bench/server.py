@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -14,11 +13,19 @@ from typing import Any
 import orjson
 import psutil
 
+from nexusbrain.config import child_environment
 from nexusbrain.errors import BrainError
 
 HOST = "127.0.0.1"
 # Settings of the user's own server that must not leak into the bench's children.
-_DROPPED = ("BRAIN_API_TOKEN", "BRAIN_CAPTURE", "BRAIN_DB_PATH", "BIND_PORT", "BRAIN_BIND_HOST")
+_DROPPED = (
+    "BRAIN_API_TOKEN",
+    "BRAIN_CAPTURE",
+    "BRAIN_DB_PATH",
+    "BRAIN_DB_URL",
+    "BIND_PORT",
+    "BRAIN_BIND_HOST",
+)
 
 
 def free_port() -> int:
@@ -30,11 +37,8 @@ def free_port() -> int:
 def child_env(envelope: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of every child: the caller's, minus its server's settings, with the
     loopback exempt from rate limiting so that the bench never trips it."""
-    env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
-    env["BRAIN_RATE_LIMIT_LOOPBACK"] = "0"
-    env["BRAIN_ENVELOPE"] = envelope
-    env.update(extra or {})
-    return env
+    fixed = {"BRAIN_RATE_LIMIT_LOOPBACK": "0", "BRAIN_ENVELOPE": envelope, **(extra or {})}
+    return child_environment(_DROPPED, fixed)
 
 
 def nexusbrain(db: Path, *args: str) -> list[str]:

@@ -16,7 +16,7 @@ import click
 import orjson
 
 from nexusbrain.bench.corpus import DEFAULT_SEED
-from nexusbrain.bench.envelopes import DEFAULT_ENVELOPE, ENVELOPES
+from nexusbrain.envelopes import DEFAULT_ENVELOPE, ENVELOPES
 from nexusbrain.errors import InvalidInput
 
 

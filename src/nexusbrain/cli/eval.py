@@ -17,8 +17,9 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from nexusbrain.cli.eval_render import Bars, finish
+from nexusbrain.cli.eval_render import finish
 from nexusbrain.cli.eval_targets import BrainTarget, HttpTarget, open_brain, scratch_factory
+from nexusbrain.cli.render import Bars
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals import beir, known_item, locomo, longmemeval
 from nexusbrain.evals.judged import read_judged_markdown, select_splits, uri_matcher

@@ -8,36 +8,8 @@ from collections.abc import Sequence
 import click
 import orjson
 
-from nexusbrain.cli import render
 from nexusbrain.evals.metrics import Metric
 from nexusbrain.evals.runs import EvalRun, broken_floors, run_view
-
-
-class Bars:
-    """One progress bar per phase (ingesting, searching), on stderr when it is a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.phase: str | None = None
-        self.bar: render.Progress | None = None
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if phase != self.phase:
-            self.close()
-            self.phase, self.bar = phase, render.Progress(phase, enabled=self.enabled)
-        assert self.bar is not None
-        self.bar.update(done, total)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
-
-    def __enter__(self) -> Bars:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        self.close()
 
 
 def finish(

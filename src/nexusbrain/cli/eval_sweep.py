@@ -16,15 +16,11 @@ from pathlib import Path
 import click
 import orjson
 
-from nexusbrain.cli.eval_render import Bars
-from nexusbrain.cli.sweep_targets import (
-    BrainReplayTarget,
-    quiet_brain,
-    replay_copy,
-    sweep_factory,
-)
+from nexusbrain.cli.eval_targets import open_brain, scratch_factory
+from nexusbrain.cli.render import Bars
+from nexusbrain.cli.sweep_targets import BrainReplayTarget, replay_copy
 from nexusbrain.clock import utc_now
-from nexusbrain.config import resolve_db_path
+from nexusbrain.config import answer_settings, resolve_db
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals.answer import AnswerConfig
 from nexusbrain.evals.bootstrap import DEFAULT_RESAMPLES
@@ -155,13 +151,13 @@ def run_all(
         seed=seed,
         data=_data(data),
         beir_split=beir_split,
-        answer=AnswerConfig.from_env() if answer else None,
+        answer=AnswerConfig.from_settings(answer_settings()) if answer else None,
     )
     caps = Caps(
         retrieval_usd=5.0 if budget_usd_retrieval is None else budget_usd_retrieval,
         answer_usd=20.0 if budget_usd_answer is None else budget_usd_answer,
     )
-    db = replay_db or resolve_db_path((ctx.obj or {}).get("db"), {})
+    db = replay_db or Path(resolve_db((ctx.obj or {}).get("db")))
     if Suite.REPLAY in spec.suites and not db.is_file():
         spec = replace(spec, unavailable={Suite.REPLAY: f"no brain to replay against at {db}"})
     planned = plan(spec)
@@ -170,7 +166,7 @@ def run_all(
     _check_budget(estimates, caps, answer, budget_usd_retrieval, budget_usd_answer, yes)
     log = _results(results)
     tools = SweepTools(
-        factory=sweep_factory(),
+        factory=scratch_factory(spans=True),
         clock=utc_now,
         commit=commit(),
         replay_target=lambda: replay_copy(db),
@@ -359,9 +355,9 @@ def replay_command(
     captured, problems = read_captures(against)
     for problem in problems:
         click.echo(f"{against}: {problem}", err=True)
-    brain = quiet_brain(db or (ctx.obj or {}).get("db"))
+    brain = open_brain(db or (ctx.obj or {}).get("db"))
     try:
-        target: ReplayTarget = BrainReplayTarget(brain, str(brain.settings.db_path))
+        target: ReplayTarget = BrainReplayTarget(brain, str(brain.settings.db))
         with Bars(not as_json) as bars:
             run = run_replay(
                 captured, target, mode, k=k, source=str(against), problems=problems, progress=bars
@@ -417,7 +413,7 @@ def captures_command(ctx: click.Context, output: Path | None, db: Path | None) -
       nexusbrain eval captures -o captured.ndjson
       nexusbrain eval captures --db notes.db > captured.ndjson
     """
-    brain = quiet_brain(db or (ctx.obj or {}).get("db"))
+    brain = open_brain(db or (ctx.obj or {}).get("db"))
     count = 0
     sink: AbstractContextManager[object] = nullcontext()
     try:

@@ -4,7 +4,6 @@ over HTTP. This is interface code: it parses nothing and scores nothing, it only
 
 from __future__ import annotations
 
-import os
 import tempfile
 import urllib.error
 import urllib.parse
@@ -18,20 +17,23 @@ from typing import Any
 import orjson
 
 from nexusbrain.brain import Brain
-from nexusbrain.config import Settings
-from nexusbrain.embeddings.profiles import Profile
+from nexusbrain.config import CaptureConfig, Profile, Settings, api_token
 from nexusbrain.errors import InvalidInput
+from nexusbrain.evals.answer import Passage
 from nexusbrain.evals.targets import Retrieved, SearchRequest, Workspace, WorkspaceFactory
 from nexusbrain.ingest.conversation import Session
 from nexusbrain.records import Hit, SearchFilters, SearchMode
 from nexusbrain.retrieval.modes import preset
 
 
-def open_brain(db: Path | None, *, lexical_only: bool = False) -> Brain:
-    """The brain at `db` (else $BRAIN_DB_PATH, else the default); lexical-only loads no
-    embedding model."""
-    settings = Settings.from_env(db)
-    return Brain(replace(settings, embedder=Profile.NONE) if lexical_only else settings)
+def open_brain(db: str | Path | None, *, lexical_only: bool = False) -> Brain:
+    """The brain at `db` (else $BRAIN_DB_URL or $BRAIN_DB_PATH, else the default) with capture
+    off, so that an evaluation never records its own queries; lexical-only loads no embedding
+    model."""
+    settings = replace(Settings.from_env(db), capture=CaptureConfig(enabled=False))
+    if lexical_only:
+        settings = replace(settings, embedder=Profile.NONE)
+    return Brain.open(settings=settings)
 
 
 class BrainTarget:
@@ -46,26 +48,25 @@ class BrainTarget:
     def search(
         self, query: str, request: SearchRequest, *, path_prefix: str | None = None
     ) -> list[Retrieved]:
-        filters = SearchFilters(path_prefix=path_prefix)
+        return [_retrieved(h) for h in self._hits(query, request, path_prefix)]
+
+    def _hits(self, query: str, request: SearchRequest, path_prefix: str | None) -> list[Hit]:
+        config = None
         if self.lexical_only:
             config = preset(
                 SearchMode(request.mode), dense=False, prf=False, min_relative_score=0.0
             )
-            hits = self.brain.searcher.search(
-                query, request.k, filters, config, best_per_document=request.best_per_document
-            )
-        else:
-            hits = self.brain.search(
-                query,
-                k=request.k,
-                filters=filters,
-                best_per_document=request.best_per_document,
-                mode=request.mode,
-            )
-        return [_retrieved(h) for h in hits]
+        return self.brain.search(
+            query,
+            k=request.k,
+            filters=SearchFilters(path_prefix=path_prefix),
+            best_per_document=request.best_per_document,
+            mode=request.mode,
+            config=config,
+        )
 
     def describe(self) -> Mapping[str, Any]:
-        embedder = Profile.NONE if self.lexical_only else self.brain.settings.embedder
+        embedder = Profile.NONE if self.lexical_only else self.brain.stats().embedder.profile
         return {
             "target": self.label,
             "retrievers": "bm25 only" if self.lexical_only else "mode preset",
@@ -97,16 +98,31 @@ def _retrieved(hit: Hit) -> Retrieved:
     return Retrieved(chunk_id=hit.chunk_id, uri=hit.uri, unit=hit.unit, text=hit.text)
 
 
-def scratch_factory(*, lexical_only: bool = False) -> WorkspaceFactory:
+class SpanTarget(BrainTarget):
+    """A brain in process whose results are `Passage`s: they know their line spans (so that
+    answers can cite them)."""
+
+    def search(
+        self, query: str, request: SearchRequest, *, path_prefix: str | None = None
+    ) -> list[Retrieved]:
+        return [
+            Passage(h.chunk_id, h.uri, h.unit, h.text, h.line_start, h.line_end)
+            for h in self._hits(query, request, path_prefix)
+        ]
+
+
+def scratch_factory(*, lexical_only: bool = False, spans: bool = False) -> WorkspaceFactory:
     """A WorkspaceFactory: each call opens an empty brain in a temporary folder, removed on
-    close. The embedder is $BRAIN_EMBEDDER's (none when lexical-only)."""
+    close, with capture off. The embedder is $BRAIN_EMBEDDER's (none when lexical-only); with
+    `spans`, results carry their line spans."""
+    target = SpanTarget if spans else BrainTarget
 
     @contextmanager
     def scratch() -> Iterator[Workspace]:
         with tempfile.TemporaryDirectory(prefix="nexusbrain-eval-") as folder:
             brain = open_brain(Path(folder) / "scratch.db", lexical_only=lexical_only)
             try:
-                yield BrainTarget(brain, lexical_only=lexical_only, label="scratch")
+                yield target(brain, lexical_only=lexical_only, label="scratch")
             finally:
                 brain.close()
 
@@ -123,7 +139,7 @@ class HttpTarget:
             raise InvalidInput(f"--api {url!r} is not an http(s) URL, e.g. http://127.0.0.1:8765")
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self.token = os.environ.get("BRAIN_API_TOKEN")
+        self.token = api_token()
 
     def search(
         self, query: str, request: SearchRequest, *, path_prefix: str | None = None

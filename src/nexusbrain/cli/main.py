@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +20,7 @@ from nexusbrain.cli.eval import eval_group
 from nexusbrain.cli.eval_sweep import add_sweep_commands
 from nexusbrain.cli.graph import graph
 from nexusbrain.errors import BrainError, InvalidInput
+from nexusbrain.jsonlines import parse_lines
 from nexusbrain.records import SearchMode
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,13 +57,13 @@ def brain_of(ctx: click.Context) -> Brain:
 @click.group(cls=BrainGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar="BRAIN_DB_PATH",
-    help="SQLite database file. Default: $BRAIN_DB_PATH, else the platform data directory.",
+    metavar="PATH_OR_URL",
+    help="The brain: a SQLite file (or sqlite:///path). Default: $BRAIN_DB_URL, else "
+    "$BRAIN_DB_PATH, else brain.db in the platform data directory.",
 )
 @click.version_option(__version__, prog_name="nexusbrain")
 @click.pass_context
-def cli(ctx: click.Context, db: Path | None) -> None:
+def cli(ctx: click.Context, db: str | None) -> None:
     """nexusbrain: local-first memory and search that explains itself.
 
     \b
@@ -90,10 +91,9 @@ def ingest_dir(ctx: click.Context, folder: Path, domain: str | None, as_json: bo
       nexusbrain ingest-dir ~/notes --domain notes
     """
     brain = brain_of(ctx)
-    with render.Progress("ingesting", enabled=not as_json) as progress:
-        report = brain.ingest_dir(folder, domain=domain, progress=progress.update)
-    with render.Progress("embedding (new model)", enabled=not as_json) as progress:
-        brain.embed_missing(progress.update)
+    with render.Bars(not as_json) as bars:
+        report = brain.ingest_dir(folder, domain=domain, progress=bars)
+        brain.embed_missing(bars)
     brain.refresh_index()
     if as_json:
         emit(views.directory_report(report))
@@ -240,18 +240,13 @@ def explain_(
     """
     from nexusbrain.retrieval.filters import make_filters
 
-    target: int | str = int(document) if document.isdigit() else _uri_of(document)
     filters = make_filters(domain=domain, path_prefix=path_prefix)
-    value = views.explanation(brain_of(ctx).explain(query, target, k=k, filters=filters, mode=mode))
+    found = brain_of(ctx).explain(query, document, k=k, filters=filters, mode=mode)
+    value = views.explanation(found)
     if as_json:
         emit(value)
     else:
         render.explanation(value)
-
-
-def _uri_of(ref: str) -> str:
-    path = Path(ref).expanduser()
-    return path.resolve().as_posix() if path.exists() else ref
 
 
 @cli.command()
@@ -269,10 +264,7 @@ def get(ctx: click.Context, ref: str, chunks: bool, lines: str | None, as_json: 
       nexusbrain get ~/notes/deploy.md --chunks
     """
     brain = brain_of(ctx)
-    if ref.isdigit():
-        document = brain.get_document(int(ref))
-    else:
-        document = brain.find_document(_uri_of(ref))
+    document = brain.document(ref)
     chunk_list = brain.document_chunks(document.id) if chunks else None
     if as_json:
         emit(views.document(document, chunk_list))
@@ -339,7 +331,7 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
     Example:
       nexusbrain --db restored.db import backup.jsonl
     """
-    result = brain_of(ctx).import_records(_read_jsonl(source))
+    result = brain_of(ctx).import_records(parse_lines(source))
     if as_json:
         emit(views.import_result(result))
     else:
@@ -347,19 +339,6 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
             f"imported {result.documents} documents and {result.chunks} chunks "
             f"({result.skipped} skipped as already present)"
         )
-
-
-def _read_jsonl(handle: Any) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(handle, start=1):
-        if not line.strip():
-            continue
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise InvalidInput(f"line {number} is not JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise InvalidInput(f"line {number} is not a JSON object")
-        yield value
 
 
 @cli.command()
@@ -380,12 +359,14 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--host", envvar="BRAIN_BIND_HOST", default="127.0.0.1", show_default=True)
-@click.option("--port", envvar="BIND_PORT", default=8765, show_default=True, type=int)
+@click.option("--host", help="Address to listen on. Default: $BRAIN_BIND_HOST, else 127.0.0.1.")
+@click.option("--port", type=int, help="Port. Default: $BIND_PORT, else 8765.")
 @click.option("--log-level", default="info", show_default=True)
 @click.option("--mcp", is_flag=True, help="Also serve MCP (streamable HTTP) at /mcp.")
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, log_level: str, mcp: bool) -> None:
+def serve(
+    ctx: click.Context, host: str | None, port: int | None, log_level: str, mcp: bool
+) -> None:
     """Start the HTTP API (docs at /docs). Binding beyond loopback needs BRAIN_API_TOKEN.
 
     With --mcp, agents also reach the brain over MCP at /mcp, behind the same token.

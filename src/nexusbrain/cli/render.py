@@ -14,7 +14,7 @@ from nexusbrain.ingest.directory import DirectoryReport
 from nexusbrain.records import Chunk, Document, FusionContribution, Hit, Trace
 
 
-class Progress:
+class _Bar:
     """A progress bar on stderr, only when stderr is a terminal and output is for people."""
 
     def __init__(self, label: str, *, enabled: bool = True) -> None:
@@ -22,9 +22,6 @@ class Progress:
         self.enabled = enabled and sys.stderr.isatty()
         self._bar: Any = None
         self._done = 0
-
-    def __enter__(self) -> Progress:
-        return self
 
     def update(self, done: int, total: int) -> None:
         if not self.enabled:
@@ -35,11 +32,40 @@ class Progress:
         self._bar.update(done - self._done)
         self._done = done
 
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+class Bars:
+    """A `Progress`: one bar per phase (ingesting, embedding, searching...) on stderr, only
+    when stderr is a terminal and output is for people."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.phase: str | None = None
+        self.bar: _Bar | None = None
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase != self.phase:
+            self.close()
+            self.phase, self.bar = phase, _Bar(phase, enabled=self.enabled)
+        assert self.bar is not None
+        self.bar.update(done, total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self) -> Bars:
+        return self
+
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(kind, exc, tb)
+        self.close()
 
 
 def directory_report(report: DirectoryReport) -> None:

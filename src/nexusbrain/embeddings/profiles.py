@@ -5,34 +5,17 @@
 from __future__ import annotations
 
 import functools
-from enum import StrEnum
 from pathlib import Path
 
+from nexusbrain.config import Profile
 from nexusbrain.embeddings.base import Embedder
-from nexusbrain.errors import ConfigError
 
 MODELS = Path(__file__).resolve().parent.parent / "data" / "models"
 
 
-class Profile(StrEnum):
-    EDGE = "edge"
-    QUALITY = "quality"
-    HASHING = "hashing"
-    NONE = "none"
-
-
-def parse_profile(name: str) -> Profile:
-    try:
-        return Profile(name.strip().lower())
-    except ValueError:
-        choices = ", ".join(p.value for p in Profile)
-        raise ConfigError(f"embedding profile {name!r} is not one of: {choices}") from None
-
-
 def centred(profile: Profile) -> bool:
-    """Whether dense similarities are taken around the corpus's mean vector. The edge model's
-    vectors share one strong direction, and centring them helped on every dev set; MiniLM's
-    do not, and centring them cost 0.01 nDCG@10 on SciFact (docs/tuning.md)."""
+    """Whether dense similarities are taken around the corpus's mean vector: the edge model's
+    vectors share one strong direction, MiniLM's do not (docs/tuning.md)."""
     return profile is not Profile.QUALITY
 
 

@@ -2,7 +2,8 @@
 the passages the search returned, citing the ones it used; the answers are scored. Retrieval
 metrics never need any of this.
 
-Configuration, from the environment (no key is ever written to a log or a report):
+Configuration, from the environment through `config.answer_settings` (no key is ever written
+to a log or a report):
 ``BRAIN_ANSWER_BASE_URL`` (e.g. ``https://api.openai.com/v1`` or a local server's ``/v1``),
 ``BRAIN_ANSWER_MODEL``, ``BRAIN_ANSWER_API_KEY`` (else ``OPENAI_API_KEY``; none for a local
 server), ``BRAIN_ANSWER_JUDGE_MODEL`` (an LLM judge, optional) and
@@ -24,7 +25,6 @@ Scoring, per question (gold answer and gold evidence from the suite):
 
 from __future__ import annotations
 
-import os
 import re
 import string
 from collections import Counter
@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from nexusbrain.config import AnswerSettings
 from nexusbrain.errors import ConfigError, InvalidInput, MissingExtra
 from nexusbrain.evals.targets import Retrieved
 from nexusbrain.retrieval.tokens import count_tokens
@@ -80,24 +81,16 @@ class AnswerConfig:
     timeout: float = 60.0
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> AnswerConfig:
-        env = os.environ if environ is None else environ
-        missing = [n for n in ("BRAIN_ANSWER_BASE_URL", "BRAIN_ANSWER_MODEL") if not env.get(n)]
-        if missing:
-            raise ConfigError(
-                f"answer generation needs {' and '.join(missing)}: e.g. "
-                "BRAIN_ANSWER_BASE_URL=http://127.0.0.1:8000/v1 BRAIN_ANSWER_MODEL=gpt-4o-mini"
-            )
+    def from_settings(cls, settings: AnswerSettings) -> AnswerConfig:
+        """The endpoint that config.answer_settings() read from BRAIN_ANSWER_*."""
         price = None
-        if env.get("BRAIN_ANSWER_PRICE_IN") or env.get("BRAIN_ANSWER_PRICE_OUT"):
-            price = Price(
-                _number(env, "BRAIN_ANSWER_PRICE_IN"), _number(env, "BRAIN_ANSWER_PRICE_OUT")
-            )
+        if settings.price_in is not None and settings.price_out is not None:
+            price = Price(settings.price_in, settings.price_out)
         return cls(
-            base_url=env["BRAIN_ANSWER_BASE_URL"].rstrip("/"),
-            model=env["BRAIN_ANSWER_MODEL"],
-            api_key=env.get("BRAIN_ANSWER_API_KEY") or env.get("OPENAI_API_KEY") or None,
-            judge_model=env.get("BRAIN_ANSWER_JUDGE_MODEL") or None,
+            base_url=settings.base_url,
+            model=settings.model,
+            api_key=settings.api_key,
+            judge_model=settings.judge_model,
             price=price,
         )
 
@@ -111,18 +104,6 @@ class AnswerConfig:
             f"no price for model {name!r}: set BRAIN_ANSWER_PRICE_IN and BRAIN_ANSWER_PRICE_OUT "
             f"(USD per million tokens); the table knows {', '.join(sorted(PRICES))}"
         )
-
-
-def _number(env: Mapping[str, str], name: str) -> float:
-    try:
-        value = float(env.get(name, ""))
-    except ValueError:
-        raise ConfigError(
-            f"{name}={env.get(name)!r} is not a number of USD per million tokens"
-        ) from None
-    if value < 0:
-        raise ConfigError(f"{name}={value} must not be negative")
-    return value
 
 
 @dataclass(frozen=True, slots=True)

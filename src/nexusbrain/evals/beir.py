@@ -21,8 +21,9 @@ from nexusbrain.errors import InvalidInput
 from nexusbrain.evals.metrics import Metric
 from nexusbrain.evals.runner import JudgedQuery, score_queries
 from nexusbrain.evals.runs import EvalRun, means, run_config
-from nexusbrain.evals.targets import Progress, Retrieved, SearchRequest, WorkspaceFactory
+from nexusbrain.evals.targets import Retrieved, SearchRequest, WorkspaceFactory
 from nexusbrain.evals.trec import QrelsFormat, read_qrels
+from nexusbrain.records import Progress
 
 BATCH = 256  # documents per ingest call
 AddMarkdown = Callable[[Sequence[tuple[str, str, str]]], None]

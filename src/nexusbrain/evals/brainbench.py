@@ -23,15 +23,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from nexusbrain.bench.corpus import Corpus, CorpusSpec
-from nexusbrain.bench.latency import percentile
+from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
-from nexusbrain.config import GraphConfig
+from nexusbrain.config import Profile, Settings
 from nexusbrain.evals.targets import SearchRequest, WorkspaceFactory
 from nexusbrain.graph import AsOf, Graph
 from nexusbrain.graph.model import CURRENT
+from nexusbrain.latency import percentile
 from nexusbrain.records import WriteStatus
-from nexusbrain.storage import SQLiteStore
-from nexusbrain.storage.graph_sqlite import SQLiteGraphStore
 
 DOCUMENTS = 150
 QUERIES = 60
@@ -141,16 +140,15 @@ GRAPH_CHECKS: dict[str, Callable[[Graph, datetime], bool]] = {
 def graph_failures() -> list[str]:
     """The names of the graph checks that fail, on a fresh scratch graph."""
     with tempfile.TemporaryDirectory(prefix="nexusbrain-brainbench-") as folder:
-        store = SQLiteStore(Path(folder) / "graph.db")
-        try:
-            clock = FrozenClock(datetime(2026, 1, 1, tzinfo=UTC))
-            graph = Graph(SQLiteGraphStore(store), GraphConfig(), clock)
-            known = _script(graph, clock)
+        clock = FrozenClock(datetime(2026, 1, 1, tzinfo=UTC))
+        settings = Settings(db=Path(folder) / "graph.db", embedder=Profile.NONE)
+        with Brain.open(settings=settings, clock=clock) as brain:
+            known = _script(brain.graph, clock)
             return [
-                name for name, check in GRAPH_CHECKS.items() if not _passes(check, graph, known)
+                name
+                for name, check in GRAPH_CHECKS.items()
+                if not _passes(check, brain.graph, known)
             ]
-        finally:
-            store.close()
 
 
 def _passes(check: Callable[[Graph, datetime], bool], graph: Graph, known: datetime) -> bool:

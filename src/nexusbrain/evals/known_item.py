@@ -20,7 +20,8 @@ from nexusbrain.errors import InvalidInput
 from nexusbrain.evals.metrics import Metric
 from nexusbrain.evals.runner import JudgedQuery, score_queries
 from nexusbrain.evals.runs import EvalRun, means, run_config
-from nexusbrain.evals.targets import Progress, Retrieved, SearchRequest, SearchTarget
+from nexusbrain.evals.targets import Retrieved, SearchRequest, SearchTarget
+from nexusbrain.records import Progress
 
 EXCERPT_CHARS = 200
 MIN_TOKENS = 8

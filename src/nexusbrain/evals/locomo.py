@@ -37,8 +37,9 @@ from nexusbrain.errors import InvalidInput
 from nexusbrain.evals.metrics import Metric
 from nexusbrain.evals.runner import JudgedQuery, score_queries
 from nexusbrain.evals.runs import EvalRun, QueryScore, grouped, means, run_config
-from nexusbrain.evals.targets import Progress, Retrieved, SearchRequest, WorkspaceFactory
+from nexusbrain.evals.targets import Retrieved, SearchRequest, WorkspaceFactory
 from nexusbrain.ingest.conversation import Session, Turn
+from nexusbrain.records import Progress
 
 CATEGORIES: Mapping[int, str] = {
     1: "multi-hop",

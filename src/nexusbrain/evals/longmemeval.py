@@ -40,8 +40,9 @@ from nexusbrain.evals.metrics import (
     recall_any_at_k,
 )
 from nexusbrain.evals.runs import TOP_SHOWN, EvalRun, QueryScore, run_config
-from nexusbrain.evals.targets import Progress, SearchRequest, WorkspaceFactory
+from nexusbrain.evals.targets import SearchRequest, WorkspaceFactory
 from nexusbrain.ingest.conversation import Session, Turn
+from nexusbrain.records import Progress
 
 KS = (1, 3, 5, 10, 30, 50)
 MAX_DEPTH = 1000  # the brain's largest k

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nexusbrain.bench.latency import percentile
 from nexusbrain.evals.targets import Retrieved, SearchRequest, Workspace, WorkspaceFactory
 from nexusbrain.ingest.conversation import Session
+from nexusbrain.latency import percentile
 from nexusbrain.records import SearchMode
 from nexusbrain.retrieval.modes import PRESETS
-from nexusbrain.retrieval.tokens import count_tokens
+from nexusbrain.retrieval.tokens import count_tokens, fit_budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +55,7 @@ class Meter:
 def context(results: Sequence[Retrieved], mode: str) -> list[Retrieved]:
     """The results an answerer gets in `mode`: its first k that fit its token budget."""
     config = PRESETS[SearchMode(mode)]
-    kept: list[Retrieved] = []
-    used = 0
-    for result in results[: config.k]:
-        cost = count_tokens(result.text)
-        if used + cost <= config.budget_tokens:
-            kept.append(result)
-            used += cost
-    return kept
+    return fit_budget(results[: config.k], config.budget_tokens, lambda r: r.text)[0]
 
 
 def context_tokens(results: Sequence[Retrieved], mode: str) -> int:

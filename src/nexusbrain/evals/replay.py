@@ -7,9 +7,7 @@ returned and its latency. `nexusbrain eval captures` dumps them as NDJSON, one o
     {"at", "operation": "search" | "recall", "query", "mode", "filters": {...},
      "results": [{"id", "chunk_id", "uri", "unit", "char_start", "char_end"}], "latency_ms"}
 
-Chunk ids belong to one database, so each result also gets a stable `id`: ``<uri>#<unit>``
-for a chunk with a unit (a conversation turn), else ``<uri>@<char_start>-<char_end>``; a chunk
-that no longer exists is ``chunk:<n>``, which nothing matches. A line may also carry
+Each result carries a stable `id` (see captures.py). A line may also carry
 ``"relevant"`` (judged ids) or ``"clicked"`` (ids the user opened); either is a stable id or a
 document uri.
 
@@ -25,54 +23,18 @@ was returned then (the top k, k = how many came back then unless given):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
-from nexusbrain.bench.latency import percentile
-from nexusbrain.clock import format_time
 from nexusbrain.errors import InvalidInput
-from nexusbrain.evals.targets import Progress
-from nexusbrain.records import Capture, Chunk, DocumentHead
+from nexusbrain.latency import percentile
+from nexusbrain.records import Progress
 
 RBO_P = 0.9
-Fetch = Callable[[Sequence[int]], Mapping[int, tuple[Chunk, DocumentHead]]]
-
-
-def stable_id(uri: str, unit: str | None, char_start: int, char_end: int) -> str:
-    return f"{uri}#{unit}" if unit else f"{uri}@{char_start}-{char_end}"
-
-
-def capture_records(captures: Iterable[Capture], fetch: Fetch) -> Iterator[dict[str, Any]]:
-    """The NDJSON objects of `captures`, each result resolved to a stable id."""
-    for capture in captures:
-        found = fetch(list(capture.results))
-        yield {
-            "at": format_time(capture.at),
-            "operation": capture.operation,
-            "query": capture.query,
-            "mode": capture.mode,
-            "filters": dict(capture.filters),
-            "results": [_result(chunk_id, found.get(chunk_id)) for chunk_id in capture.results],
-            "latency_ms": round(capture.latency_ms, 3),
-        }
-
-
-def _result(chunk_id: int, found: tuple[Chunk, DocumentHead] | None) -> dict[str, Any]:
-    if found is None:
-        return {"id": f"chunk:{chunk_id}", "chunk_id": chunk_id}
-    chunk, head = found
-    return {
-        "id": stable_id(head.uri, chunk.unit, chunk.char_start, chunk.char_end),
-        "chunk_id": chunk_id,
-        "uri": head.uri,
-        "unit": chunk.unit,
-        "char_start": chunk.char_start,
-        "char_end": chunk.char_end,
-    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from nexusbrain.evals.metrics import Metric, evaluate, parse_metric
 from nexusbrain.evals.runs import TOP_SHOWN, EvalRun, QueryScore, commit, grouped, means, run_config
-from nexusbrain.evals.targets import Progress, Retrieved, SearchRequest, SearchTarget
+from nexusbrain.evals.targets import Retrieved, SearchRequest, SearchTarget
 from nexusbrain.evals.trec import ranked_docids, read_qrels, read_run, score_run
+from nexusbrain.records import Progress
 
 IdOf = Callable[[Retrieved], str]
 """Maps a search result to the dataset id its judgments use (a uri, a turn id, a chunk id)."""

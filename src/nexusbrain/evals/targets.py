@@ -1,8 +1,8 @@
 """What an evaluation runs against: a search target, and a scratch workspace it may write to.
 
-The evals package never imports `nexusbrain.brain`: imports point down, and Brain sits above the
-domain packages. The interface that starts an evaluation (the CLI) wraps a Brain, in process or
-behind the HTTP API, in these protocols and hands them in. A suite that needs its own data gets a
+The evals package sits above Brain, beside the interfaces. The command that starts an
+evaluation (the CLI) wraps a Brain, in process or behind the HTTP API, in these protocols and
+hands them in, so a suite runs the same against either. A suite that needs its own data gets a
 `WorkspaceFactory` and opens one fresh workspace per corpus scope (a dataset, a conversation, a
 question).
 """
@@ -16,9 +16,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nexusbrain.ingest.conversation import Session
-
-Progress = Callable[[str, int, int], None]
-"""Called with (phase, done, total) as work advances; phase is "ingesting", "searching"..."""
 
 
 @dataclass(frozen=True, slots=True)

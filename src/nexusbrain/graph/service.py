@@ -1,4 +1,6 @@
-"""The knowledge graph's library API: `brain.graph` is a `Graph`.
+"""The knowledge graph's library API: `brain.graph` is a `Graph`, the graph's façade. A note's
+own edges are kept in step with it by `sync_note` and `retract_notes`, in the transaction that
+writes the note (Brain does that).
 
 Every write request takes one timestamp from the clock, once, and runs in one transaction, so
 a retired version's superseded_at equals its successor's created_at exactly. The decisions
@@ -7,10 +9,9 @@ come from the pure rules in `graph.rules`; this module only reads state and appl
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 from nexusbrain.clock import Clock
 from nexusbrain.config import GraphConfig
@@ -34,7 +35,6 @@ from nexusbrain.graph.model import (
     describe,
 )
 from nexusbrain.graph.names import display_name, entity_key, mention_keys, relationship_type
-from nexusbrain.graph.notes import note_edges
 from nexusbrain.graph.rules import (
     TripleChange,
     Window,
@@ -52,11 +52,41 @@ def note_source(document_id: int) -> str:
     return f"document:{document_id}"
 
 
+def sync_note(
+    session: GraphSession,
+    config: GraphConfig,
+    document_id: int,
+    edges: Sequence[RelationshipInput],
+    now: datetime,
+) -> tuple[RelationshipOutcome, ...]:
+    """Bring a note's edges in line with its new revision, inside the caller's transaction
+    (the one that writes the note): edges it no longer states are retired (source_revised),
+    the rest are ingested with the note as their source."""
+    source = note_source(document_id)
+    writer = _Writer(session, config, now)
+    wanted = {writer.triple(edge) for edge in edges}
+    for old in session.current_from_source(source):
+        if (old.from_id, old.type, old.to_id) not in wanted:
+            session.retire(old.id, RetireReason.SOURCE_REVISED, now)
+    return tuple(writer.relate(replace(edge, source=source)) for edge in edges)
+
+
+def retract_notes(session: GraphSession, document_ids: Sequence[int], now: datetime) -> int:
+    """Retire (retracted) every current edge that deleted notes stated, inside the caller's
+    transaction (the one that retires them). Returns how many."""
+    retired = 0
+    for document_id in document_ids:
+        for old in session.current_from_source(note_source(document_id)):
+            session.retire(old.id, RetireReason.RETRACTED, now)
+            retired += 1
+    return retired
+
+
 class Graph:
     """Entities and bitemporal relationships over a `GraphStore`."""
 
     def __init__(self, store: GraphStore, config: GraphConfig, clock: Clock) -> None:
-        self.store = store
+        self._store = store
         self.config = config
         self.clock = clock
 
@@ -72,7 +102,7 @@ class Graph:
         """Add entities and relationships. With dry_run, report what would change and roll
         it all back: ids the request would create are reported as None."""
         now = self.clock()
-        with self.store.session(commit=not dry_run) as session:
+        with self._store.session(commit=not dry_run) as session:
             writer = _Writer(session, self.config, now)
             named = [writer.entity(item) for item in entities]
             edges = [writer.relate(item) for item in relationships]
@@ -94,41 +124,10 @@ class Graph:
         item = RelationshipInput(from_name, type, to_name, valid_at, invalid_at, source)
         return self.ingest(relationships=[item], dry_run=dry_run).relationships[0]
 
-    def note_edges(
-        self, title: str, front_matter: Mapping[str, Any] | None, text: str
-    ) -> tuple[RelationshipInput, ...]:
-        """The edges a note states (see graph.notes); InvalidInput for a bad relation."""
-        return note_edges(title, front_matter or {}, text, self.config.link_type)
-
-    def sync_note(
-        self, document_id: int, edges: Sequence[RelationshipInput], now: datetime | None = None
-    ) -> tuple[RelationshipOutcome, ...]:
-        """Bring a note's edges in line with its new revision: edges it no longer states are
-        retired (source_revised), the rest are ingested with the note as their source."""
-        source = note_source(document_id)
-        with self.store.session() as session:
-            writer = _Writer(session, self.config, now or self.clock())
-            wanted = {writer.triple(edge) for edge in edges}
-            for old in session.current_from_source(source):
-                if (old.from_id, old.type, old.to_id) not in wanted:
-                    session.retire(old.id, RetireReason.SOURCE_REVISED, writer.now)
-            return tuple(writer.relate(replace(edge, source=source)) for edge in edges)
-
-    def retract_notes(self, document_ids: Sequence[int], now: datetime | None = None) -> int:
-        """Retire (retracted) every current edge that deleted notes stated. Returns how many."""
-        stamp = now or self.clock()
-        retired = 0
-        with self.store.session() as session:
-            for document_id in document_ids:
-                for old in session.current_from_source(note_source(document_id)):
-                    session.retire(old.id, RetireReason.RETRACTED, stamp)
-                    retired += 1
-        return retired
-
     # reads
 
     def entity(self, name: str) -> Entity:
-        found = self.store.find_entity(entity_key(name))
+        found = self._store.find_entity(entity_key(name))
         if found is None:
             raise NotFound(f"no entity named {name!r}")
         return found
@@ -144,8 +143,8 @@ class Graph:
         """Relationships of an entity: current ones, or those of `as_of`."""
         if from_name is None and to_name is None:
             raise InvalidInput("give from (or to): the entity whose relations to list")
-        with self.store.snapshot():
-            return self.store.relations(
+        with self._store.snapshot():
+            return self._store.relations(
                 from_ids=[self.entity(from_name).id] if from_name is not None else None,
                 to_ids=[self.entity(to_name).id] if to_name is not None else None,
                 type=relationship_type(type) if type else None,
@@ -155,7 +154,7 @@ class Graph:
 
     def history(self, relationship_id: int) -> History:
         """Every version of the relationship's lineage, oldest first, from any version's id."""
-        versions = tuple(self.store.lineage(relationship_id))
+        versions = tuple(self._store.lineage(relationship_id))
         if not versions:
             raise NotFound(f"no relationship with id {relationship_id}")
         current = next((v for v in versions if v.current), None)
@@ -166,7 +165,7 @@ class Graph:
         `as_of`), keeping a path only while all its edges hold at one time."""
         if not 1 <= depth <= self.config.max_depth:
             raise InvalidInput(f"depth={depth} must be between 1 and {self.config.max_depth}")
-        with self.store.snapshot():
+        with self._store.snapshot():
             entity = self.entity(start)
             hops, truncated = self._walk(entity, depth, as_of)
         return Traversal(entity, depth, as_of, tuple(hops), truncated)
@@ -177,7 +176,7 @@ class Graph:
         for level in range(1, depth + 1):
             ends = sorted({path.end for path in frontier})
             out: dict[int, list[Relationship]] = {}
-            for edge in self.store.relations(from_ids=ends, valid=as_of.valid, known=as_of.known):
+            for edge in self._store.relations(from_ids=ends, valid=as_of.valid, known=as_of.known):
                 out.setdefault(edge.from_id, []).append(edge)
             frontier = [nxt for path in frontier for nxt in path.extend(out.get(path.end, ()))]
             for path in frontier:
@@ -192,16 +191,16 @@ class Graph:
         named: dict[int, tuple[Entity, int]] = {}
         for hit in hits[: self.config.context_hits]:
             keys = [*mention_keys(hit.title, max_words=16), *mention_keys(hit.text)]
-            found = self.store.entities_named(keys)
+            found = self._store.entities_named(keys)
             for entity in (found[key] for key in keys if key in found):
                 named.setdefault(entity.id, (entity, hit.rank))
         facts: list[GraphFact] = []
         seen: set[int] = set()
-        with self.store.snapshot():
+        with self._store.snapshot():
             for entity, rank in list(named.values())[: self.config.context_entities]:
                 edges = [
-                    *self.store.relations(from_ids=[entity.id]),
-                    *self.store.relations(to_ids=[entity.id]),
+                    *self._store.relations(from_ids=[entity.id]),
+                    *self._store.relations(to_ids=[entity.id]),
                 ]
                 for edge in sorted(edges, key=lambda r: r.id):
                     if edge.id not in seen:

@@ -41,6 +41,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from nexusbrain.config import ChunkingConfig
+
 _BREAK = re.compile(r"\r\n|\r|\n")
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
@@ -52,19 +54,7 @@ _SENTENCE_GAP = re.compile(r"(?<=[.?!])\s+")
 _WORD_GAP = re.compile(r"\s+")
 
 Kind = Literal["heading", "text", "fence"]
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkingConfig:
-    target_chars: int = 1200  # pack blocks into a chunk while it stays within this size
-    max_chars: int = 2400  # no chunk is larger, unless it holds a fence larger by itself
-
-    def __post_init__(self) -> None:
-        if not 0 < self.target_chars <= self.max_chars:
-            raise ValueError(
-                f"chunking needs 0 < target_chars <= max_chars, "
-                f"got target_chars={self.target_chars}, max_chars={self.max_chars}"
-            )
+DEFAULT_CHUNKING = ChunkingConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +95,7 @@ class _Open:
 
 
 def chunk_markdown(
-    text: str, config: ChunkingConfig = ChunkingConfig(), *, start: int = 0
+    text: str, config: ChunkingConfig = DEFAULT_CHUNKING, *, start: int = 0
 ) -> list[ChunkSpan]:
     """The chunks of `text` from offset `start` on (offsets and lines are into all of `text`)."""
     if not 0 <= start <= len(text):

@@ -10,16 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nexusbrain.clock import Clock
+from nexusbrain.config import ChunkingConfig
 from nexusbrain.errors import BrainError, InvalidInput
-from nexusbrain.ingest.chunking import ChunkingConfig
 from nexusbrain.ingest.documents import Prepared, content_hash, decode_utf8, prepare_markdown
 from nexusbrain.ingest.files import FileProblem, scan
-from nexusbrain.records import WriteResult, WriteStatus
-from nexusbrain.storage import Store
+from nexusbrain.records import Progress, WriteResult, WriteStatus
+from nexusbrain.storage.base import DocumentStore
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +58,7 @@ BATCH_CHARS = 2_000_000
 
 
 def ingest_directory(
-    store: Store,
+    store: DocumentStore,
     root: str | Path,
     *,
     domain: str,
@@ -72,10 +70,15 @@ def ingest_directory(
     progress: Progress | None = None,
 ) -> DirectoryReport:
     """`write` stores a batch of prepared documents in one transaction; `retire` retires
-    documents by id. Both come from the caller, which may add its own work to them."""
+    documents by id. Both come from the caller, which may add its own work to them. A file
+    whose note's graph edges lag its stored revision is written again (a duplicate write,
+    which lets `write` bring its edges up to date)."""
     started = clock()
     found = scan(root)
-    known = store.revisions_under(found.root.as_posix().rstrip("/") + "/")
+    prefix = found.root.as_posix().rstrip("/") + "/"
+    stored = store.revisions_under(prefix)
+    behind = store.edges_behind(prefix)
+    known = {uri: revision for uri, revision in stored.items() if uri not in behind}
     tally = _Tally(problems=list(found.problems))
     batch: list[tuple[Path, Prepared]] = []
     for done, path in enumerate(found.files, start=1):
@@ -85,10 +88,10 @@ def ingest_directory(
         if batch and (len(batch) >= BATCH_FILES or _chars(batch) >= BATCH_CHARS):
             _flush(batch, write, tally)
         if progress:
-            progress(done, len(found.files))
+            progress("ingesting", done, len(found.files))
     _flush(batch, write, tally)
     seen = {path.as_posix() for path in found.files}
-    gone = [uri for uri in known if uri not in seen]
+    gone = [uri for uri in stored if uri not in seen]
     ids = [doc.id for uri in gone if (doc := store.find_document(uri)) is not None]
     if ids:
         log.info("retiring %d document(s) whose files are gone", len(ids))

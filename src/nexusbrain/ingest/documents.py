@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nexusbrain.config import ChunkingConfig
 from nexusbrain.errors import InvalidInput, TooLarge
-from nexusbrain.ingest.chunking import ChunkingConfig, ChunkSpan, chunk_markdown
+from nexusbrain.ingest.chunking import ChunkSpan, chunk_markdown
 from nexusbrain.ingest.frontmatter import FrontMatter, parse_front_matter, title_from
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind
 

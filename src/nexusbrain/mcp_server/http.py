@@ -12,8 +12,9 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 
-from nexusbrain.api.guard import ServerSettings, is_loopback
+from nexusbrain.api.guard import is_loopback
 from nexusbrain.brain import Brain
+from nexusbrain.config import ServerSettings
 from nexusbrain.mcp_server.server import build_server
 
 MCP_PATH = "/mcp"

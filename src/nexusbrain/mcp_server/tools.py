@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -195,14 +194,8 @@ def _document(brain: Brain, document_id: int | None, path: str | None) -> Docume
     if document_id is not None and path is None:
         return brain.get_document(document_id)
     if path is not None and document_id is None:
-        return brain.find_document(_uri(path))
+        return brain.document(path)
     raise InvalidInput("give the document's id or its path, not both and not neither")
-
-
-def _uri(ref: str) -> str:
-    """A file path as ingest-dir stored it (absolute); anything else as given."""
-    path = Path(ref).expanduser()
-    return path.resolve().as_posix() if path.exists() else ref
 
 
 def _lines(document: Document, start: int, end: int | None) -> dict[str, Any]:

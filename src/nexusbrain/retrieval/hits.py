@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from nexusbrain.records import Chunk, Hit, Trace
-from nexusbrain.storage import Store
+from nexusbrain.storage.base import DocumentStore
 
 
-def build_hits(store: Store, ranked: Sequence[tuple[int, float, Trace]]) -> list[Hit]:
+def build_hits(store: DocumentStore, ranked: Sequence[tuple[int, float, Trace]]) -> list[Hit]:
     """Hits in the given order, ranks from 1. Chunks that vanished meanwhile are skipped."""
     found = store.fetch_chunks([chunk_id for chunk_id, _, _ in ranked])
     hits: list[Hit] = []
@@ -41,7 +41,7 @@ def build_hits(store: Store, ranked: Sequence[tuple[int, float, Trace]]) -> list
     return hits
 
 
-def with_neighbours(store: Store, hits: Sequence[Hit], n: int) -> list[Hit]:
+def with_neighbours(store: DocumentStore, hits: Sequence[Hit], n: int) -> list[Hit]:
     """Each hit followed by up to `n` chunks before and after it in its document, as context
     (trace.context = "neighbour", same rank as the hit). A chunk appears once."""
     taken = {h.chunk_id for h in hits}

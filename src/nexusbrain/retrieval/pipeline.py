@@ -33,8 +33,7 @@ from nexusbrain.retrieval.hits import build_hits
 from nexusbrain.retrieval.modes import SearchConfig
 from nexusbrain.retrieval.prf import rm3_terms, rocchio
 from nexusbrain.retrieval.terms import query_terms
-from nexusbrain.retrieval.vectors import VectorIndex
-from nexusbrain.storage import Store
+from nexusbrain.storage.base import DenseIndex, DocumentStore, LexicalIndex
 
 # Threads that run BM25 beside the dense search; each keeps one SQLite connection open.
 LEXICAL_WORKERS = 4
@@ -51,15 +50,19 @@ class Ranked:
 
 
 class Searcher:
+    """The pipeline over one backend's parts: its documents, lexical index and dense index."""
+
     def __init__(
         self,
-        store: Store,
-        lexical: LexicalConfig,
+        store: DocumentStore,
+        lexical: LexicalIndex,
+        config: LexicalConfig,
         embedder: Embedder | None,
-        index: VectorIndex | None,
+        index: DenseIndex | None,
     ) -> None:
         self.store = store
         self.lexical = lexical
+        self.config = config
         self.embedder = embedder
         self.index = index
         self._pool: ThreadPoolExecutor | None = None
@@ -103,12 +106,11 @@ class Searcher:
     ) -> Ranked:
         terms = query_terms(
             query,
-            drop_stopwords=self.lexical.drop_stopwords,
-            extended_stopwords=self.lexical.extended_stopwords,
+            drop_stopwords=self.config.drop_stopwords,
+            extended_stopwords=self.config.extended_stopwords,
         )
         lists: dict[str, list[Scored]] = {}
         probes: dict[str, np.ndarray] = {}  # the centred query vector of each dense list
-        allowed = None
         index = self.index if config.dense and self.embedder is not None else None
         if index is None:
             lists["bm25"], common = self._bm25(terms, depth, filters, best_per_document)
@@ -119,9 +121,8 @@ class Searcher:
             # the vectors.
             lexical = self._workers().submit(self._bm25, terms, depth, filters, best_per_document)
             probes["dense"] = index.centre(self.embedder.encode([query])[0])
-            allowed = None if filters.is_empty() else self.store.chunk_ids_matching(filters)
             dense = index.search(
-                probes["dense"], depth, allowed=allowed, best_per_document=best_per_document
+                probes["dense"], depth, filters, best_per_document=best_per_document
             )
             lists["bm25"], common = lexical.result()
             lists["dense"] = dense
@@ -137,7 +138,7 @@ class Searcher:
             if index is not None:
                 probes["dense_prf"] = self._rocchio(probes["dense"], feedback, config)
                 lists["dense_prf"] = index.search(
-                    probes["dense_prf"], depth, allowed=allowed, best_per_document=best_per_document
+                    probes["dense_prf"], depth, filters, best_per_document=best_per_document
                 )
         fused = self._fuse(lists, probes, config)
         return Ranked(lists, fused, tuple(expansion), tuple(dict.fromkeys(common)))
@@ -146,19 +147,8 @@ class Searcher:
         self, terms: Sequence[str], depth: int, filters: SearchFilters, best: bool
     ) -> tuple[list[Scored], list[str]]:
         """BM25's list, and the query's common terms (see LexicalConfig.common_share)."""
-        lex = self.lexical
-        weights = (lex.text_weight, lex.heading_weight, lex.context_weight)
-        common = self.store.common_terms(terms, lex.common_share, lex.common_min_rows)
-        found = self.store.lexical_search(
-            terms,
-            depth,
-            filters,
-            best_per_document=best,
-            weights=weights,
-            common=common,
-            from_postings=lex.from_postings,
-        )
-        return found, common
+        found = self.lexical.search(terms, depth, filters, best_per_document=best)
+        return found.scored, list(found.common_terms)
 
     def _expansion_terms(
         self, feedback: list[Scored], terms: list[str], config: SearchConfig

@@ -1,6 +1,32 @@
-"""Storage: the one layer that talks to a database. `Store` is the interface, SQLite the default."""
+"""Storage: the one layer that talks to a database. `open(url)` builds a backend's parts
+(storage/base.py); SQLite is the default, and needs no server."""
 
-from nexusbrain.storage.base import Store
-from nexusbrain.storage.sqlite import SQLiteStore
+from __future__ import annotations
 
-__all__ = ["SQLiteStore", "Store"]
+from pathlib import Path
+
+from nexusbrain.config import LexicalConfig
+from nexusbrain.errors import ConfigError
+from nexusbrain.storage.base import Backend
+
+__all__ = ["Backend", "open"]
+
+SQLITE_PREFIX = "sqlite:///"
+
+
+def open(url: str | Path, lexical: LexicalConfig | None = None) -> Backend:
+    """The backend at `url`: a file path or `sqlite:///path` (SQLite). Raises ConfigError for
+    a URL it does not know, StorageError when the database cannot be opened."""
+    text = str(url)
+    if "://" not in text:
+        return _sqlite(Path(text), lexical)
+    if text.startswith(SQLITE_PREFIX):
+        return _sqlite(Path(text.removeprefix(SQLITE_PREFIX)), lexical)
+    scheme = text.split("://", 1)[0]
+    raise ConfigError(f"unknown database URL scheme {scheme!r}: give a file path or sqlite:///path")
+
+
+def _sqlite(path: Path, lexical: LexicalConfig | None) -> Backend:
+    from nexusbrain.storage.sqlite_backend import SQLiteBackend
+
+    return SQLiteBackend(path.expanduser(), lexical or LexicalConfig())

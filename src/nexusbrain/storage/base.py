@@ -1,8 +1,22 @@
-"""The storage interface. Retrieval, graph and API code depend on this, never on a backend."""
+"""The storage contract: the parts of a `Backend`, each a protocol. Retrieval, graph and the
+brain depend on these, never on an engine; `storage.open(url)` builds one backend's parts.
+
+    Backend
+    ├── documents  DocumentStore   documents, chunks, revisions, the chunk change log, vector
+    │                              blobs by (model, text hash), captures, stats, export/import
+    ├── graph      GraphStore      entities and bitemporal relationships (graph_base.py)
+    ├── lexical    LexicalIndex    BM25 over the chunks' text, heading path and context
+    ├── dense_index(model, dim)    a DenseIndex over one model's vectors
+    └── unit_of_work()             one transaction for a document write and its note edges
+
+Every write method is one transaction; `unit_of_work` puts several in one.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -23,16 +37,44 @@ from nexusbrain.records import (
     VectorBatch,
     WriteResult,
 )
+from nexusbrain.storage.graph_base import GraphSession, GraphStore
+
+Vector = NDArray[np.float32]
+DocumentItems = Sequence[tuple[DocumentDraft, Sequence[ChunkDraft]]]
 
 
-class Store(Protocol):
-    """Everything the brain needs from a database. Every write method is one transaction."""
+class DocumentWrites(Protocol):
+    """The document writes, inside a transaction someone else opened and will commit."""
 
-    def close(self) -> None: ...
-
-    def identity(self) -> str:
-        """A random id the store got when it was created (caches beside it check it)."""
+    def write_documents(
+        self, items: DocumentItems, now: datetime, vectors: VectorBatch | None = None
+    ) -> list[WriteResult]:
+        """Create or replace documents and all their chunks (and their new vectors); an
+        identical revision of a live document writes nothing and answers DUPLICATE."""
         ...
+
+    def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
+        """Retire live documents from search (their rows and history are kept)."""
+        ...
+
+    def mark_edges_synced(self, document_id: int, revision: str) -> None:
+        """Record that a note's graph edges now follow this revision of it."""
+        ...
+
+    def edges_revision(self, document_id: int) -> str | None:
+        """The revision of the note that its graph edges follow (None: not known)."""
+        ...
+
+
+class UnitOfWork(DocumentWrites, Protocol):
+    """One transaction: document writes and graph writes, committed together or not at all."""
+
+    @property
+    def graph(self) -> GraphSession: ...
+
+
+class DocumentStore(DocumentWrites, Protocol):
+    """Documents, chunks and everything kept with them. Each write method is one transaction."""
 
     # documents
     def get_document(self, document_id: int) -> Document:
@@ -45,86 +87,47 @@ class Store(Protocol):
         """uri -> revision of every live document whose uri starts with the prefix."""
         ...
 
-    def write_document(
-        self,
-        draft: DocumentDraft,
-        chunks: Sequence[ChunkDraft],
-        now: datetime,
-        vectors: VectorBatch | None = None,
-    ) -> WriteResult:
-        """Create or replace a document and all its chunks (and their new vectors)
-        atomically; an identical revision of a live document writes nothing and answers
-        DUPLICATE."""
+    def edges_behind(self, uri_prefix: str) -> set[str]:
+        """Uris of live markdown notes under the prefix whose graph edges do not follow their
+        current revision (a note written before edges were kept with it)."""
         ...
 
-    def write_documents(
-        self,
-        items: Sequence[tuple[DocumentDraft, Sequence[ChunkDraft]]],
-        now: datetime,
-        vectors: VectorBatch | None = None,
-    ) -> list[WriteResult]:
-        """Several documents in one transaction: all are written, or none."""
-        ...
-
-    def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
-        """Retire live documents from search (their rows and history are kept)."""
+    def retired_with_edges(self) -> list[int]:
+        """Ids of retired documents that are still the source of current graph edges."""
         ...
 
     def document_history(self, document_id: int) -> list[Mapping[str, Any]]: ...
 
-    # chunks and search
+    # chunks
     def chunks_of(self, document_id: int) -> list[Chunk]: ...
 
     def fetch_chunks(self, chunk_ids: Sequence[int]) -> dict[int, tuple[Chunk, DocumentHead]]: ...
 
-    def lexical_search(
-        self,
-        terms: Sequence[str],
-        k: int,
-        filters: SearchFilters,
-        *,
-        best_per_document: bool = False,
-        weights: tuple[float, float, float] = (1.0, 0.5, 0.2),
-        common: Sequence[str] = (),
-        from_postings: bool = True,
-    ) -> list[Scored]:
-        """BM25 over the text, heading and context columns, weighted. Terms are plain words,
-        joined with OR; the backend escapes them. Scores are higher-is-better. Terms in
-        `common` add to the score of chunks that hold another term but bring in no chunk by
-        themselves (unless every term is common); scores are always over all the terms.
-        `from_postings` lets the backend score the postings itself where it can, with the
-        same results as its engine's ranking (False: always the engine's)."""
-        ...
-
-    def common_terms(self, terms: Sequence[str], share: float, min_rows: int) -> list[str]:
-        """The terms found in at least `share` of the chunks and in at least `min_rows`
-        chunks (none when `share` is 0)."""
-        ...
-
     def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:
-        """Ids of the live chunks that pass the filters (for the dense side)."""
+        """Ids of the live chunks that pass the filters."""
         ...
 
-    # vectors, keyed by (model id, hash of the embedded text)
-    def known_vector_hashes(self, model: str, hashes: Sequence[str]) -> set[str]: ...
-
+    # the chunk change log
     def latest_chunk_change(self) -> int: ...
 
     def chunk_changes_since(self, seq: int) -> tuple[int, list[int], list[int]]:
         """(newest change seq, chunk ids added or re-hashed since `seq`, chunk ids removed)."""
         ...
 
-    def load_vectors(
-        self, model: str, dim: int, chunk_ids: Sequence[int] | None = None
-    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]: ...
+    # vectors, keyed by (model id, hash of the embedded text)
+    def known_vector_hashes(self, model: str, hashes: Sequence[str]) -> set[str]: ...
 
     def chunks_missing_vectors(
         self, model: str, limit: int
-    ) -> list[tuple[int, str, Sequence[str], str]]: ...
+    ) -> list[tuple[int, str, Sequence[str], str]]:
+        """(chunk id, text, heading path, context) of live chunks without a vector."""
+        ...
 
     def count_missing_vectors(self, model: str) -> int: ...
 
-    def store_vectors(self, vectors: VectorBatch, hashes: Mapping[int, str]) -> None: ...
+    def store_vectors(self, vectors: VectorBatch, hashes: Mapping[int, str]) -> None:
+        """Vectors for existing chunks (after a model change), with the chunks' text hashes."""
+        ...
 
     # everything else
     def stats(self) -> StoreStats: ...
@@ -133,6 +136,102 @@ class Store(Protocol):
 
     def captures(self) -> Iterator[Capture]: ...
 
-    def export_records(self) -> Iterator[dict[str, Any]]: ...
+    def export_records(self) -> Iterator[dict[str, Any]]:
+        """Every record of the brain (documents, history, chunks, captures, the graph), read
+        from one snapshot."""
+        ...
 
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> ImportResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalHits:
+    """A BM25 list, and the query terms that scored chunks without bringing any in."""
+
+    scored: list[Scored]
+    common_terms: tuple[str, ...] = ()
+
+
+class LexicalIndex(Protocol):
+    """BM25 over each chunk's text, heading path and context, weighted as LexicalConfig says.
+    Terms are plain words, joined with OR; the index escapes them, so no term is ever read as
+    query syntax. Scores are higher-is-better. A term in at least LexicalConfig.common_share
+    of the chunks adds to the score of chunks that hold another term but brings in no chunk
+    by itself (unless every term is common); scores are always over all the terms."""
+
+    def search(
+        self,
+        terms: Sequence[str],
+        k: int,
+        filters: SearchFilters,
+        *,
+        best_per_document: bool = False,
+    ) -> LexicalHits: ...
+
+
+class DenseIndex(Protocol):
+    """Nearest chunks to a query vector, for one embedding model. Similarities are cosines
+    taken around the corpus's mean vector when the index centres (IndexConfig.centre)."""
+
+    def __len__(self) -> int: ...
+
+    def centre(self, vector: Vector) -> Vector:
+        """A raw unit query vector, moved into the index's space. The start of every query:
+        it brings the index up to date once, so the searches and scores that follow see the
+        same rows."""
+        ...
+
+    def search(
+        self,
+        query: Vector,
+        k: int,
+        filters: SearchFilters | None = None,
+        *,
+        best_per_document: bool = False,
+    ) -> list[Scored]:
+        """The k chunks (or documents' best chunks) most similar to a centred query."""
+        ...
+
+    def scores(
+        self, query: Vector, chunk_ids: Sequence[int], *, per_document: bool = False
+    ) -> dict[int, float]:
+        """A centred query's similarity to each of these chunks, or, with `per_document`, to
+        the best chunk of each of their documents (keyed by document id)."""
+        ...
+
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, Vector]:
+        """The centred unit vectors of these chunks (those in the index)."""
+        ...
+
+    def refresh(self) -> None:
+        """Catch up with the store now, and persist what a restart would otherwise rebuild."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    """The parts of one storage backend."""
+
+    @property
+    def documents(self) -> DocumentStore: ...
+
+    @property
+    def graph(self) -> GraphStore: ...
+
+    @property
+    def lexical(self) -> LexicalIndex: ...
+
+    def dense_index(self, model: str, dim: int, *, centre: bool) -> DenseIndex:
+        """The dense index of one embedding model's vectors."""
+        ...
+
+    def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
+        """One write transaction, committed when the block ends without an error."""
+        ...
+
+    def describe(self) -> str:
+        """Where the brain lives, for people: a file path, or a URL without its password."""
+        ...
+
+    def close(self) -> None: ...

@@ -9,9 +9,11 @@ def fts_or_query(terms: Sequence[str]) -> str:
     """Quote every term as an FTS5 string and join them with OR.
 
     Inside an FTS5 string only the double quote is special, and it is escaped by doubling,
-    so no character of a term can be read as query syntax. Empty terms are dropped.
+    so no character of a term can be read as query syntax. A NUL would end the string early
+    (SQLite passes the query as a C string), so it is dropped. Empty terms are dropped.
     """
-    quoted = ['"' + term.replace('"', '""') + '"' for term in terms if term]
+    cleaned = (term.replace("\x00", "") for term in terms)
+    quoted = ['"' + term.replace('"', '""') + '"' for term in cleaned if term]
     return " OR ".join(quoted)
 
 

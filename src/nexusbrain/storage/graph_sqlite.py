@@ -182,7 +182,7 @@ def _relations_where(
     return " AND ".join(clauses), params
 
 
-class _Session:
+class GraphWrites:
     """A `GraphSession` over a connection inside a write transaction."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -272,10 +272,10 @@ class SQLiteGraphStore:
         self._store = store
 
     @contextmanager
-    def session(self, *, commit: bool = True) -> Iterator[_Session]:
+    def session(self, *, commit: bool = True) -> Iterator[GraphWrites]:
         try:
             with self._store.transaction() as conn:
-                yield _Session(conn)
+                yield GraphWrites(conn)
                 if not commit:
                     raise _Rollback
         except _Rollback:

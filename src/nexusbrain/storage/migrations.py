@@ -90,6 +90,17 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         """,
     ),
     (6, VECTORS_COVERAGE_MIGRATION),
+    (
+        7,
+        # the revision of each markdown note whose graph edges were written with it: a note
+        # missing here, or at another revision, is re-synced by the next ingest-dir
+        """
+        CREATE TABLE note_edges (
+            document_id INTEGER PRIMARY KEY REFERENCES documents (id),
+            revision TEXT NOT NULL
+        );
+        """,
+    ),
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)

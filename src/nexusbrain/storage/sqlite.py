@@ -1,4 +1,4 @@
-"""The default store: one SQLite file in WAL mode, with FTS5 for the lexical index."""
+"""The SQLite backend's document store: one file in WAL mode, FTS5 kept in step by triggers."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ from nexusbrain.records import (
     DocumentHead,
     DocumentKind,
     ImportResult,
-    Scored,
     SearchFilters,
     StoreStats,
     VectorBatch,
@@ -35,9 +34,11 @@ from nexusbrain.records import (
 )
 from nexusbrain.storage import multirow, transfer
 from nexusbrain.storage import vectors_sqlite as vector_sql
-from nexusbrain.storage.fts import bm25_call, match_expressions
-from nexusbrain.storage.fts_postings import PostingScorer
+from nexusbrain.storage.base import DocumentItems
+from nexusbrain.storage.graph_base import GraphSession
+from nexusbrain.storage.graph_sqlite import GraphWrites
 from nexusbrain.storage.migrations import MIGRATIONS
+from nexusbrain.storage.sqlite_filters import filter_sql
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +103,9 @@ class SQLiteStore:
         path: Path | str,
         *,
         busy_timeout_ms: int = 10_000,
-        postings_cache_bytes: int = 32 << 20,
     ) -> None:
         self.path = Path(path)
         self._busy_timeout_ms = busy_timeout_ms
-        self._postings = PostingScorer("chunks_fts", postings_cache_bytes)
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._connections: list[sqlite3.Connection] = []
@@ -213,135 +212,44 @@ class SQLiteStore:
         )
         return {row["uri"]: row["revision"] for row in rows}
 
-    def write_document(
-        self,
-        draft: DocumentDraft,
-        chunks: Sequence[ChunkDraft],
-        now: datetime,
-        vectors: VectorBatch | None = None,
-    ) -> WriteResult:
-        return self.write_documents([(draft, chunks)], now, vectors)[0]
+    @contextmanager
+    def unit_of_work(self) -> Iterator[SQLiteWork]:
+        with self.transaction() as conn:
+            yield SQLiteWork(conn)
 
     def write_documents(
-        self,
-        items: Sequence[tuple[DocumentDraft, Sequence[ChunkDraft]]],
-        now: datetime,
-        vectors: VectorBatch | None = None,
+        self, items: DocumentItems, now: datetime, vectors: VectorBatch | None = None
     ) -> list[WriteResult]:
-        with self.transaction() as conn:
-            if vectors is not None and vectors.vectors:
-                vector_sql.put_vectors(conn, vectors)
-            pending = _PendingChunks()
-            results = [
-                self._write_one(conn, draft, chunks, now, pending) for draft, chunks in items
-            ]
-            pending.insert(conn)
-            return results
-
-    def _write_one(
-        self,
-        conn: sqlite3.Connection,
-        draft: DocumentDraft,
-        chunks: Sequence[ChunkDraft],
-        now: datetime,
-        pending: _PendingChunks,
-    ) -> WriteResult:
-        row = conn.execute(
-            "SELECT id, revision, deleted_at FROM documents WHERE uri = ?", (draft.uri,)
-        ).fetchone()
-        if row is not None and row["id"] in pending.documents:  # the same uri twice
-            pending.insert(conn)
-        if row is not None and row["revision"] == draft.revision and not row["deleted_at"]:
-            count = conn.execute(
-                "SELECT count(*) FROM chunks WHERE document_id = ?", (row["id"],)
-            ).fetchone()[0]
-            return WriteResult(WriteStatus.DUPLICATE, row["id"], draft.revision, count)
-        if row is None:
-            document_id = self._insert_document(conn, draft, now)
-            status = WriteStatus.CREATED
-        else:
-            document_id = row["id"]
-            self._replace_document(conn, document_id, draft, now)
-            status = WriteStatus.UPDATED
-        pending.add(document_id, chunks)
-        self._record_revision(conn, document_id, draft.revision, draft.title, status, now)
-        return WriteResult(status, document_id, draft.revision, len(chunks))
-
-    def _insert_document(
-        self, conn: sqlite3.Connection, draft: DocumentDraft, now: datetime
-    ) -> int:
-        stamp = format_time(now)
-        cursor = conn.execute(
-            "INSERT INTO documents (uri, title, domain, kind, revision, content, metadata,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                draft.uri,
-                draft.title,
-                draft.domain,
-                draft.kind.value,
-                draft.revision,
-                draft.content,
-                _dumps(dict(draft.metadata)),
-                stamp,
-                stamp,
-            ),
-        )
-        return int(cursor.lastrowid or 0)
-
-    def _replace_document(
-        self, conn: sqlite3.Connection, document_id: int, draft: DocumentDraft, now: datetime
-    ) -> None:
-        conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
-        conn.execute(
-            "UPDATE documents SET title = ?, domain = ?, kind = ?, revision = ?, content = ?,"
-            " metadata = ?, updated_at = ?, deleted_at = NULL WHERE id = ?",
-            (
-                draft.title,
-                draft.domain,
-                draft.kind.value,
-                draft.revision,
-                draft.content,
-                _dumps(dict(draft.metadata)),
-                format_time(now),
-                document_id,
-            ),
-        )
-
-    @staticmethod
-    def _record_revision(
-        conn: sqlite3.Connection,
-        document_id: int,
-        revision: str,
-        title: str,
-        event: str,
-        now: datetime,
-    ) -> None:
-        conn.execute(
-            "INSERT INTO document_revisions (document_id, revision, title, event, recorded_at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (document_id, revision, title, event, format_time(now)),
-        )
+        with self.unit_of_work() as work:
+            return work.write_documents(items, now, vectors)
 
     def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
-        retired = 0
-        with self.transaction() as conn:
-            for document_id in document_ids:
-                row = conn.execute(
-                    "SELECT revision, title FROM documents WHERE id = ? AND deleted_at IS NULL",
-                    (document_id,),
-                ).fetchone()
-                if row is None:
-                    continue
-                conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
-                conn.execute(
-                    "UPDATE documents SET deleted_at = ? WHERE id = ?",
-                    (format_time(now), document_id),
-                )
-                self._record_revision(
-                    conn, document_id, row["revision"], row["title"], "retired", now
-                )
-                retired += 1
-        return retired
+        with self.unit_of_work() as work:
+            return work.retire_documents(document_ids, now)
+
+    def mark_edges_synced(self, document_id: int, revision: str) -> None:
+        with self.unit_of_work() as work:
+            work.mark_edges_synced(document_id, revision)
+
+    def edges_revision(self, document_id: int) -> str | None:
+        return _edges_revision(self.connection(), document_id)
+
+    def retired_with_edges(self) -> list[int]:
+        rows = self.connection().execute(
+            "SELECT DISTINCT d.id FROM documents d JOIN relationships r"
+            " ON r.source = 'document:' || d.id AND r.superseded_at IS NULL"
+            " WHERE d.deleted_at IS NOT NULL ORDER BY d.id"
+        )
+        return [int(row[0]) for row in rows]
+
+    def edges_behind(self, uri_prefix: str) -> set[str]:
+        rows = self.connection().execute(
+            "SELECT d.uri FROM documents d LEFT JOIN note_edges e ON e.document_id = d.id"
+            " WHERE substr(d.uri, 1, length(?)) = ? AND d.deleted_at IS NULL AND d.kind = ?"
+            " AND (e.revision IS NULL OR e.revision != d.revision)",
+            (uri_prefix, uri_prefix, DocumentKind.MARKDOWN.value),
+        )
+        return {row[0] for row in rows}
 
     def document_history(self, document_id: int) -> list[Mapping[str, Any]]:
         self.get_document(document_id)
@@ -382,59 +290,6 @@ class SQLiteStore:
             )
             found[row["id"]] = (_chunk(row), head)
         return found
-
-    def lexical_search(
-        self,
-        terms: Sequence[str],
-        k: int,
-        filters: SearchFilters,
-        *,
-        best_per_document: bool = False,
-        weights: tuple[float, float, float] = (1.0, 0.5, 0.2),
-        common: Sequence[str] = (),
-        from_postings: bool = True,
-    ) -> list[Scored]:
-        matches = match_expressions(terms, common)
-        if not matches or k <= 0:
-            return []
-        where, params = _filter_sql(filters)
-        if from_postings and not where:
-            try:
-                found = self._postings.search(
-                    self.connection(),
-                    terms,
-                    k,
-                    weights=weights,
-                    common=common,
-                    best_per_document=best_per_document,
-                )
-            except sqlite3.OperationalError as exc:
-                raise StorageError(f"lexical search failed for {terms!r}: {exc}") from exc
-            if found is not None:
-                return found
-        # bm25() in the select list is ~30% faster than FTS5's `rank MATCH` path (same scores).
-        rank_fn = bm25_call("chunks_fts", weights)
-        if not where and not best_per_document:
-            sql = (
-                f"SELECT rowid, {rank_fn} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
-                " ORDER BY score, rowid LIMIT ?"
-            )
-        else:
-            sql = _filtered_search_sql(where, best_per_document, rank_fn)
-        rows: list[Any] = []
-        for match in matches:
-            try:
-                rows += self.connection().execute(sql, (match, *params, k)).fetchall()
-            except sqlite3.OperationalError as exc:
-                raise StorageError(f"lexical search failed for {match!r}: {exc}") from exc
-        if len(matches) > 1:  # the two disjoint halves of the split query, merged
-            rows = _best_rows(rows, best_per_document)[:k]
-        if best_per_document:
-            return [Scored(int(r[0]), -float(r[1]), int(r[2])) for r in rows]
-        return [Scored(int(row[0]), -float(row[1])) for row in rows]
-
-    def common_terms(self, terms: Sequence[str], share: float, min_rows: int) -> list[str]:
-        return self._postings.common_terms(self.connection(), terms, share, min_rows)
 
     # everything else
 
@@ -551,13 +406,143 @@ class SQLiteStore:
             vector_sql.set_hashes(conn, hashes)
 
     def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:
-        where, params = _filter_sql(filters)
+        where, params = filter_sql(filters)
         rows = self.connection().execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
             + (f" WHERE {where}" if where else ""),
             params,
         )
         return {row[0] for row in rows}
+
+
+class SQLiteWork:
+    """A `UnitOfWork` on a connection inside a write transaction that its caller commits."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    @property
+    def graph(self) -> GraphSession:
+        return GraphWrites(self.conn)
+
+    def write_documents(
+        self, items: DocumentItems, now: datetime, vectors: VectorBatch | None = None
+    ) -> list[WriteResult]:
+        if vectors is not None and vectors.vectors:
+            vector_sql.put_vectors(self.conn, vectors)
+        pending = _PendingChunks()
+        results = [self._write_one(draft, chunks, now, pending) for draft, chunks in items]
+        pending.insert(self.conn)
+        return results
+
+    def _write_one(
+        self,
+        draft: DocumentDraft,
+        chunks: Sequence[ChunkDraft],
+        now: datetime,
+        pending: _PendingChunks,
+    ) -> WriteResult:
+        conn = self.conn
+        row = conn.execute(
+            "SELECT id, revision, deleted_at FROM documents WHERE uri = ?", (draft.uri,)
+        ).fetchone()
+        if row is not None and row["id"] in pending.documents:  # the same uri twice
+            pending.insert(conn)
+        if row is not None and row["revision"] == draft.revision and not row["deleted_at"]:
+            count = conn.execute(
+                "SELECT count(*) FROM chunks WHERE document_id = ?", (row["id"],)
+            ).fetchone()[0]
+            return WriteResult(WriteStatus.DUPLICATE, row["id"], draft.revision, count)
+        if row is None:
+            document_id = self._insert_document(draft, now)
+            status = WriteStatus.CREATED
+        else:
+            document_id = row["id"]
+            self._replace_document(document_id, draft, now)
+            status = WriteStatus.UPDATED
+        pending.add(document_id, chunks)
+        self._record_revision(document_id, draft.revision, draft.title, status, now)
+        return WriteResult(status, document_id, draft.revision, len(chunks))
+
+    def _insert_document(self, draft: DocumentDraft, now: datetime) -> int:
+        stamp = format_time(now)
+        cursor = self.conn.execute(
+            "INSERT INTO documents (uri, title, domain, kind, revision, content, metadata,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                draft.uri,
+                draft.title,
+                draft.domain,
+                draft.kind.value,
+                draft.revision,
+                draft.content,
+                _dumps(dict(draft.metadata)),
+                stamp,
+                stamp,
+            ),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def _replace_document(self, document_id: int, draft: DocumentDraft, now: datetime) -> None:
+        self.conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+        self.conn.execute(
+            "UPDATE documents SET title = ?, domain = ?, kind = ?, revision = ?, content = ?,"
+            " metadata = ?, updated_at = ?, deleted_at = NULL WHERE id = ?",
+            (
+                draft.title,
+                draft.domain,
+                draft.kind.value,
+                draft.revision,
+                draft.content,
+                _dumps(dict(draft.metadata)),
+                format_time(now),
+                document_id,
+            ),
+        )
+
+    def _record_revision(
+        self, document_id: int, revision: str, title: str, event: str, now: datetime
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO document_revisions (document_id, revision, title, event, recorded_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (document_id, revision, title, event, format_time(now)),
+        )
+
+    def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
+        retired = 0
+        for document_id in document_ids:
+            row = self.conn.execute(
+                "SELECT revision, title FROM documents WHERE id = ? AND deleted_at IS NULL",
+                (document_id,),
+            ).fetchone()
+            if row is None:
+                continue
+            self.conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+            self.conn.execute(
+                "UPDATE documents SET deleted_at = ? WHERE id = ?",
+                (format_time(now), document_id),
+            )
+            self._record_revision(document_id, row["revision"], row["title"], "retired", now)
+            retired += 1
+        return retired
+
+    def edges_revision(self, document_id: int) -> str | None:
+        return _edges_revision(self.conn, document_id)
+
+    def mark_edges_synced(self, document_id: int, revision: str) -> None:
+        self.conn.execute(
+            "INSERT INTO note_edges (document_id, revision) VALUES (?, ?)"
+            " ON CONFLICT (document_id) DO UPDATE SET revision = excluded.revision",
+            (document_id, revision),
+        )
+
+
+def _edges_revision(conn: sqlite3.Connection, document_id: int) -> str | None:
+    row = conn.execute(
+        "SELECT revision FROM note_edges WHERE document_id = ?", (document_id,)
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 class _PendingChunks:
@@ -597,59 +582,3 @@ class _PendingChunks:
             conn.execute(*multirow.statement(_CHUNK_INSERT, part))
         self.rows.clear()
         self.documents.clear()
-
-
-def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if filters.domain is not None:
-        clauses.append("d.domain = ?")
-        params.append(filters.domain)
-    if filters.path_prefix is not None:
-        clauses.append("substr(d.uri, 1, ?) = ?")
-        params.extend([len(filters.path_prefix), filters.path_prefix])
-    if filters.document_id is not None:
-        clauses.append("d.id = ?")
-        params.append(filters.document_id)
-    if filters.kind is not None:
-        clauses.append("d.kind = ?")
-        params.append(filters.kind.value)
-    if filters.updated_after is not None:
-        clauses.append("d.updated_at >= ?")
-        params.append(format_time(filters.updated_after))
-    if filters.updated_before is not None:
-        clauses.append("d.updated_at < ?")
-        params.append(format_time(filters.updated_before))
-    return " AND ".join(clauses), params
-
-
-def _best_rows(rows: list[Any], best_per_document: bool) -> list[Any]:
-    """Rows of both halves in score order (lower bm25 is better, then the lower id); for
-    documents, each document's best row only."""
-    ordered = sorted(rows, key=lambda r: (float(r[1]), int(r[0])))
-    if not best_per_document:
-        return ordered
-    seen: set[int] = set()
-    best = []
-    for row in ordered:
-        if int(row[2]) not in seen:
-            seen.add(int(row[2]))
-            best.append(row)
-    return best
-
-
-def _filtered_search_sql(where: str, best_per_document: bool, rank_fn: str) -> str:
-    extra = f" AND {where}" if where else ""
-    inner = (
-        f"SELECT f.rowid AS id, {rank_fn} AS score, c.document_id AS doc"
-        " FROM chunks_fts f JOIN chunks c ON c.id = f.rowid"
-        " JOIN documents d ON d.id = c.document_id"
-        f" WHERE chunks_fts MATCH ?{extra}"
-    )
-    if not best_per_document:
-        return f"{inner} ORDER BY score, id LIMIT ?"
-    return (
-        "SELECT id, score, doc FROM (SELECT id, score, doc, row_number() OVER"
-        f" (PARTITION BY doc ORDER BY score, id) AS n FROM ({inner})) WHERE n = 1"
-        " ORDER BY score, id LIMIT ?"
-    )

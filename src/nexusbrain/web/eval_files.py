@@ -9,14 +9,11 @@ on every request, so a new run shows on the next reload.
 from __future__ import annotations
 
 import json
-import os
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-EVALS_DIR = ".nexusbrain-evals"
 RESULTS_LOG = "eval-results.jsonl"
 REPORT = "compare-report.md"
 PLOTS = {"compare-plot.svg": "image/svg+xml", "compare-plot.png": "image/png"}
@@ -46,17 +43,6 @@ class EvalFiles:
     unreadable: int  # lines of the log that are not a JSON object
     report: str | None
     plot: Path | None
-
-
-def evals_dir(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    if env.get("BRAIN_EVALS_DIR"):
-        return Path(env["BRAIN_EVALS_DIR"]).expanduser()
-    here = (cwd or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder / EVALS_DIR
-    return here / EVALS_DIR
 
 
 def read_eval_files(folder: Path, max_runs: int = MAX_RUNS) -> EvalFiles:

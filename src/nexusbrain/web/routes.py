@@ -12,11 +12,12 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 
 from nexusbrain.brain import Brain
+from nexusbrain.config import evals_dir
 from nexusbrain.errors import NotFound
 from nexusbrain.records import SearchMode
 from nexusbrain.web import markdown
 from nexusbrain.web.assets import Assets
-from nexusbrain.web.eval_files import PLOTS, evals_dir, plot_path, read_eval_files
+from nexusbrain.web.eval_files import PLOTS, plot_path, read_eval_files
 from nexusbrain.web.login import login_routes
 from nexusbrain.web.pages import Pages
 
@@ -104,12 +105,12 @@ def _info_pages(router: APIRouter, pages: Pages, brain: Brain) -> None:
 
     @router.get("/status")
     def status(request: Request) -> Response:
-        embedder = brain.embedder
+        embedder = brain.stats().embedder
         return pages.render(
             request,
             "status.html",
             page="status",
-            profile=brain.settings.embedder.value,
-            model_id=embedder.model_id if embedder else None,
-            dim=embedder.dim if embedder else None,
+            profile=embedder.profile.value,
+            model_id=embedder.model_id,
+            dim=embedder.dim,
         )

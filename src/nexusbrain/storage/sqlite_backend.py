@@ -1,0 +1,62 @@
+"""The SQLite backend: one file in WAL mode holds everything; the dense index lives in memory,
+with a cache file beside the database."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from nexusbrain.config import LexicalConfig
+from nexusbrain.storage.graph_sqlite import SQLiteGraphStore
+from nexusbrain.storage.sqlite import SQLiteStore, SQLiteWork
+from nexusbrain.storage.sqlite_lexical import SQLiteLexicalIndex
+from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
+
+
+class SQLiteBackend:
+    """A `Backend` over one SQLite file."""
+
+    def __init__(self, path: Path, lexical: LexicalConfig) -> None:
+        self.path = path
+        self.store = SQLiteStore(path)
+        self._graph = SQLiteGraphStore(self.store)
+        self._lexical = SQLiteLexicalIndex(self.store.connection, lexical)
+
+    @property
+    def documents(self) -> SQLiteStore:
+        return self.store
+
+    @property
+    def graph(self) -> SQLiteGraphStore:
+        return self._graph
+
+    @property
+    def lexical(self) -> SQLiteLexicalIndex:
+        return self._lexical
+
+    def dense_index(self, model: str, dim: int, *, centre: bool) -> VectorIndex:
+        config = IndexConfig(centre=centre)
+        return VectorIndex(
+            self.store, model, dim, cache=index_cache_path(self.path, model), config=config
+        )
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[SQLiteWork]:
+        with self.store.unit_of_work() as work:
+            yield work
+
+    def describe(self) -> str:
+        return str(self.path)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def index_cache_path(db_path: Path, model: str) -> Path | None:
+    """The vector index's cache file for a model: beside the database, one per model."""
+    if str(db_path) == ":memory:":
+        return None
+    digest = hashlib.sha256(model.encode("utf-8")).hexdigest()[:12]
+    return db_path.with_name(f"{db_path.name}.vectors-{digest}.npz")
