@@ -54,6 +54,21 @@ def backend(open_backend: OpenBackend) -> Backend:
     return open_backend()
 
 
+@pytest.fixture
+def new_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Backend]]:
+    """Opens another empty database of the same kind (a copy's target, say)."""
+    opened: list[Backend] = []
+
+    def opener() -> Backend:
+        backend = storage.open(tmp_path / f"other-{len(opened)}.db")
+        opened.append(backend)
+        return backend
+
+    yield opener
+    for backend in opened:
+        backend.close()
+
+
 def draft(
     uri: str = "a.md",
     revision: str = "r1",
