@@ -25,11 +25,8 @@ class SearchConfig:
     dense: bool = True
     fusion: Literal["rrf", "zscore"] = "zscore"
     prf: bool = False
-    # With RRF: its k is 60 in the literature and in `fusion.rrf`; with the edge model's dense
-    # list (nDCG@10 0.50 alone on SciFact train, against BM25's 0.70) k = 60 let the weaker
-    # list reorder BM25's confident top ranks and cost 0.05-0.08 nDCG@10; k = 2 with a dense
-    # weight of 0.3 was best on all three dev sets. Z-score fusion with the same weights did
-    # better than either on all three (docs/tuning.md).
+    # RRF's k is small: the edge model's dense list is much weaker than BM25, and the usual
+    # k = 60 let it reorder BM25's confident top ranks (docs/tuning.md).
     rrf_k: int = 2
     weights: MappingProxyType[str, float] = field(
         default_factory=lambda: MappingProxyType(

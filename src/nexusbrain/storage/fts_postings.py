@@ -47,9 +47,8 @@ ScoredRows = tuple[NDArray[np.int32], Floats]  # rows holding a token, and its s
 K1 = 1.2
 B = 0.75
 # When the rows holding a query's rarer terms pass this share of all rows, its common terms'
-# postings are read (~0.25 µs an instance) rather than FTS5 scoring every such row that holds
-# one (~2 µs a row): a common term is in share s of the rows, so that costs 2 s|R| against
-# 0.25 s N. Measured at 1M chunks (docs/design/retrieval.md).
+# postings are read rather than FTS5 scoring every such row that holds one: reading an
+# instance costs about an eighth of scoring a row (measured: docs/design/retrieval.md).
 FETCH_COMMON_ABOVE = 0.125
 _SIZE_BATCH = 4_096  # %_docsize rows read per statement on the first load
 _ID_BATCH = 900  # ids per `IN (...)` list

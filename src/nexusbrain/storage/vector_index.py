@@ -102,10 +102,10 @@ class _Rows:
     """The index content: row r is chunk ids[r] of document docs[r], searched while alive[r].
 
     Immutable as a search sees it: every change makes a new `_Rows`, so a search in flight
-    keeps a consistent view. A change costs what it changes, not a copy of the index (which
-    at 1M chunks is 550 MB): new rows are written past the end of shared buffers, and removed
-    rows are only marked dead in a copy of the one-byte-per-row `alive` mask. Dead rows are
-    dropped when they pass a fifth of the rows (`compacted`)."""
+    keeps a consistent view. A change costs what it changes, not a copy of the index: new
+    rows are written past the end of shared buffers, and removed rows are only marked dead in
+    a copy of the one-byte-per-row `alive` mask. Dead rows are dropped when they pass a fifth
+    of the rows (`compacted`)."""
 
     ids: NDArray[np.int64]
     docs: NDArray[np.int64]
@@ -203,8 +203,7 @@ class VectorIndex:
 
     Similarities are cosines around a centre c (the mean stored vector, shrunk towards zero
     while the store is small): cos(v - c, q - c). The edge model's vectors share one strong
-    direction (SciFact's mean vector has norm 0.97), and centring both sides improved hybrid
-    nDCG@10 on all three dev sets (docs/tuning.md). `search` takes a query already centred by
+    direction, which centring takes out (docs/tuning.md). `search` takes a query already centred by
     `centre`, and `vectors_of` gives centred rows, so PRF works in the same space.
 
     Up to `IndexConfig.exact_max` vectors the search is an exact float32 product. Past that,
@@ -257,8 +256,8 @@ class VectorIndex:
                 self._drift += len(added) + len(gone)
             if self._drift > max(32, self._rows.live):
                 self._recentre()
-            # a tenth of a large index: rewriting a 500 MB file every 2,000 changes would cost
-            # more than the reads it saves at the next start
+            # a tenth of a large index: rewriting a large file often would cost more than the
+            # reads it saves at the next start
             if self._unsaved >= max(self.config.save_every, self._rows.live // 10):
                 self._save()
 

@@ -61,8 +61,8 @@ END;
 
 
 # Migration 4: one 1 KB blob per row is over a WITHOUT ROWID (index) page's inline limit, so
-# each vector spilled to its own overflow page (238 MB for 52 MB of vectors at 10k documents).
-# A rowid table keeps about three rows per page, and the unique index stays small.
+# each vector spilled to its own overflow page (docs/design/bench.md). A rowid table keeps
+# about three rows per page, and the unique index stays small.
 ROWID_MIGRATION = """
 CREATE TABLE vectors_rowid (
     model TEXT NOT NULL,
@@ -125,9 +125,8 @@ def load_vectors(
 
     The arrays are allocated once and filled from batches of rows, so the rows' blobs are
     never all held at once."""
-    # CROSS JOIN keeps chunks as the outer loop. Left to choose (no statistics), SQLite
-    # walked every vector of the model and looked its chunk up by hash even for a few
-    # hundred chunk ids: 5.5 s instead of 8 ms for 500 ids at 10k documents.
+    # CROSS JOIN keeps chunks as the outer loop: left to choose (no statistics), SQLite
+    # walks every vector of the model and looks its chunk up by hash, even for a few ids.
     sql = (
         "SELECT c.id, c.document_id, v.vector FROM chunks c"
         " CROSS JOIN vectors v ON v.model = ? AND v.text_hash = c.text_hash"
