@@ -19,7 +19,7 @@ from pathlib import Path
 from nexusbrain.bench.corpus import Corpus
 from nexusbrain.brain import Brain
 from nexusbrain.config import Profile, Settings
-from nexusbrain.storage import multirow
+from nexusbrain.storage.sqlite import multirow
 
 
 def main() -> None:

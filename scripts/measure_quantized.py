@@ -17,7 +17,7 @@ import time
 from nexusbrain.bench.corpus import Corpus
 from nexusbrain.config import Profile
 from nexusbrain.embeddings.profiles import centred, load_embedder
-from nexusbrain.storage.sqlite import SQLiteStore
+from nexusbrain.storage.sqlite.store import SQLiteStore
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 

@@ -15,10 +15,10 @@ from nexusbrain.config import LexicalConfig, Settings
 from nexusbrain.errors import ConfigError
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, Scored, SearchFilters
 from nexusbrain.retrieval.terms import query_terms
-from nexusbrain.storage import fts_postings
-from nexusbrain.storage.fts_postings import PostingScorer, phrase_order, record_sums, varints
-from nexusbrain.storage.sqlite import SQLiteStore
-from nexusbrain.storage.sqlite_lexical import SQLiteLexicalIndex
+from nexusbrain.storage.sqlite import postings as fts_postings
+from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex
+from nexusbrain.storage.sqlite.postings import PostingScorer, phrase_order, record_sums, varints
+from nexusbrain.storage.sqlite.store import SQLiteStore
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 WEIGHTS = (1.0, 0.5, 0.3)

@@ -20,8 +20,8 @@ from nexusbrain.config import GraphConfig
 from nexusbrain.graph import AsOf, Graph, RelationshipInput
 from nexusbrain.graph.rules import visible
 from nexusbrain.records import Relationship, RetireReason, WriteStatus
-from nexusbrain.storage.graph_sqlite import SQLiteGraphStore
-from nexusbrain.storage.sqlite import SQLiteStore
+from nexusbrain.storage.sqlite.graph import SQLiteGraphStore
+from nexusbrain.storage.sqlite.store import SQLiteStore
 
 DATES = [datetime(year, 1, 1, tzinfo=UTC) for year in (2020, 2021, 2022, 2023)]
 dates = st.one_of(st.none(), st.sampled_from(DATES))

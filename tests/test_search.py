@@ -11,7 +11,7 @@ from nexusbrain.errors import InvalidInput
 from nexusbrain.retrieval.filters import make_filters
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.retrieval.tokens import count_tokens
-from nexusbrain.storage.fts import fts_or_query
+from nexusbrain.storage.sqlite.fts import fts_or_query
 
 
 def seed(brain: Brain) -> None:

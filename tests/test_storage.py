@@ -20,9 +20,9 @@ from nexusbrain.records import (
     VectorBatch,
     WriteResult,
 )
-from nexusbrain.storage import vectors_sqlite as vector_sql
-from nexusbrain.storage.migrations import LATEST, MIGRATIONS
-from nexusbrain.storage.sqlite import SQLiteStore
+from nexusbrain.storage.sqlite import vectors as vector_sql
+from nexusbrain.storage.sqlite.migrations import LATEST, MIGRATIONS
+from nexusbrain.storage.sqlite.store import SQLiteStore
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

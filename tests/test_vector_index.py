@@ -13,8 +13,8 @@ from nexusbrain.brain import Brain
 from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings import load_embedder
 from nexusbrain.records import Scored
-from nexusbrain.storage.sqlite import SQLiteStore
-from nexusbrain.storage.sqlite_backend import index_cache_path
+from nexusbrain.storage.sqlite import index_cache_path
+from nexusbrain.storage.sqlite.store import SQLiteStore
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 EMBEDDER = load_embedder(Profile.HASHING)

@@ -18,7 +18,7 @@ from nexusbrain.captures import stable_id
 from nexusbrain.cli.eval_targets import open_brain
 from nexusbrain.records import SearchFilters
 from nexusbrain.retrieval.filters import make_filters
-from nexusbrain.storage.snapshot import copy_database
+from nexusbrain.storage.sqlite.snapshot import copy_database
 
 
 class BrainReplayTarget:

@@ -27,6 +27,6 @@ def open(url: str | Path, lexical: LexicalConfig | None = None) -> Backend:
 
 
 def _sqlite(path: Path, lexical: LexicalConfig | None) -> Backend:
-    from nexusbrain.storage.sqlite_backend import SQLiteBackend
+    from nexusbrain.storage.sqlite import SQLiteBackend
 
     return SQLiteBackend(path.expanduser(), lexical or LexicalConfig())

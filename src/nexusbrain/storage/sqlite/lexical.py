@@ -11,9 +11,9 @@ from nexusbrain.config import LexicalConfig
 from nexusbrain.errors import StorageError
 from nexusbrain.records import Scored, SearchFilters
 from nexusbrain.storage.base import LexicalHits
-from nexusbrain.storage.fts import bm25_call, match_expressions
-from nexusbrain.storage.fts_postings import PostingScorer
-from nexusbrain.storage.sqlite_filters import filter_sql
+from nexusbrain.storage.sqlite.filters import filter_sql
+from nexusbrain.storage.sqlite.fts import bm25_call, match_expressions
+from nexusbrain.storage.sqlite.postings import PostingScorer
 
 TABLE = "chunks_fts"
 

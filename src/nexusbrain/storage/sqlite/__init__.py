@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from nexusbrain.config import LexicalConfig
-from nexusbrain.storage.graph_sqlite import SQLiteGraphStore
-from nexusbrain.storage.sqlite import SQLiteStore, SQLiteWork
-from nexusbrain.storage.sqlite_lexical import SQLiteLexicalIndex
+from nexusbrain.storage.sqlite.graph import SQLiteGraphStore
+from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex
+from nexusbrain.storage.sqlite.store import SQLiteStore, SQLiteWork
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 

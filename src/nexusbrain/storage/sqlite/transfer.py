@@ -20,7 +20,7 @@ import orjson
 
 from nexusbrain.errors import InvalidInput
 from nexusbrain.records import DocumentKind, ImportResult, RetireReason
-from nexusbrain.storage import multirow
+from nexusbrain.storage.sqlite import multirow
 
 FORMAT = "nexusbrain-export"
 FORMAT_VERSION = 1

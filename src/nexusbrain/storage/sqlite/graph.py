@@ -17,7 +17,7 @@ from nexusbrain.clock import format_time, parse_time
 from nexusbrain.records import Entity, Relationship, RelationshipDraft, RetireReason
 
 if TYPE_CHECKING:  # sqlite.py imports migrations.py, which imports this module
-    from nexusbrain.storage.sqlite import SQLiteStore
+    from nexusbrain.storage.sqlite.store import SQLiteStore
 
 MIGRATION = """
 CREATE TABLE entities (

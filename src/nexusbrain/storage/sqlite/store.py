@@ -32,13 +32,13 @@ from nexusbrain.records import (
     WriteResult,
     WriteStatus,
 )
-from nexusbrain.storage import multirow, transfer
-from nexusbrain.storage import vectors_sqlite as vector_sql
 from nexusbrain.storage.base import DocumentItems
 from nexusbrain.storage.graph_base import GraphSession
-from nexusbrain.storage.graph_sqlite import GraphWrites
-from nexusbrain.storage.migrations import MIGRATIONS
-from nexusbrain.storage.sqlite_filters import filter_sql
+from nexusbrain.storage.sqlite import multirow, transfer
+from nexusbrain.storage.sqlite import vectors as vector_sql
+from nexusbrain.storage.sqlite.filters import filter_sql
+from nexusbrain.storage.sqlite.graph import GraphWrites
+from nexusbrain.storage.sqlite.migrations import MIGRATIONS
 
 log = logging.getLogger(__name__)
 

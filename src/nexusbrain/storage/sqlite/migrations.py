@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from nexusbrain.storage.graph_sqlite import MIGRATION as GRAPH_MIGRATION
-from nexusbrain.storage.vectors_sqlite import COVERAGE_MIGRATION as VECTORS_COVERAGE_MIGRATION
-from nexusbrain.storage.vectors_sqlite import MIGRATION as VECTORS_MIGRATION
-from nexusbrain.storage.vectors_sqlite import ROWID_MIGRATION as VECTORS_ROWID_MIGRATION
+from nexusbrain.storage.sqlite.graph import MIGRATION as GRAPH_MIGRATION
+from nexusbrain.storage.sqlite.vectors import COVERAGE_MIGRATION as VECTORS_COVERAGE_MIGRATION
+from nexusbrain.storage.sqlite.vectors import MIGRATION as VECTORS_MIGRATION
+from nexusbrain.storage.sqlite.vectors import ROWID_MIGRATION as VECTORS_ROWID_MIGRATION
 
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (

@@ -36,8 +36,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nexusbrain.records import Scored
-from nexusbrain.storage import vectors_sqlite as vector_sql
-from nexusbrain.storage.fts import bm25_call, fts_or_query, match_expressions, split_terms
+from nexusbrain.storage.sqlite import vectors as vector_sql
+from nexusbrain.storage.sqlite.fts import bm25_call, fts_or_query, match_expressions, split_terms
 
 Ids = NDArray[np.int64]
 Floats = NDArray[np.float64]
