@@ -164,9 +164,8 @@ def test_an_index_kept_up_to_date_finds_what_a_fresh_one_finds(
     tmp_path: Path, exact_max: int, candidates: int
 ) -> None:
     """Writes, updates and deletions applied to a live index (dead rows, appends into spare
-    room, compaction) leave it answering exactly as an index built afresh from the store.
-    With fewer candidates than rows, Hamming ties at the cut may pick other candidates in
-    another row order, so there every hit must be live and scored as the fresh index does."""
+    room, compaction) leave it answering exactly as an index built afresh from the store:
+    the centre is a function of the live vectors alone, and candidates tie by chunk id."""
     config = IndexConfig(exact_max=exact_max, candidates=candidates)
     path = tmp_path / "b.db"
     with open_brain(path) as brain:
@@ -185,18 +184,10 @@ def test_an_index_kept_up_to_date_finds_what_a_fresh_one_finds(
             live.sync()
             fresh = index_on(path, config)
             fresh.sync()
-            # the same centre (the live index recentres only after many changes)
-            fresh._rows = fresh._rows.compacted(live._rows.center, exact_max)
+            assert np.array_equal(live._rows.center, fresh._rows.center)
             assert len(live) == len(fresh)
             queries = [live.centre(v) for v in EMBEDDER.encode([*texts[::7], "river"])]
             for query in queries:
-                if live.quantized and candidates < len(live):
-                    hits = live.search(query, 10)
-                    right = fresh.scores(query, [s.chunk_id for s in hits])
-                    assert [s.score for s in hits] == pytest.approx(
-                        [right[s.chunk_id] for s in hits], rel=1e-5
-                    )
-                    continue
                 same(live.search(query, 10), fresh.search(query, 10))
                 got = live.search(query, 5, best_per_document=True)
                 same(got, fresh.search(query, 5, best_per_document=True))
@@ -229,7 +220,6 @@ def test_a_chunk_id_removed_and_used_again_between_two_syncs(tmp_path: Path) -> 
         live.sync()
         fresh = index_on(path, IndexConfig(exact_max=20_000))
         fresh.sync()
-        fresh._rows = fresh._rows.compacted(live._rows.center, 20_000)
         assert len(live) == len(fresh) == 40
         query = live.centre(EMBEDDER.encode(["orbit comet harbor lantern"])[0])
         same(live.search(query, 10), fresh.search(query, 10))

@@ -21,6 +21,7 @@ from nexusbrain.clock import Clock, utc_now
 from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings import Embedder, load_embedder
 from nexusbrain.embeddings.profiles import centred
+from nexusbrain.embeddings.reference import reference_vector
 from nexusbrain.errors import InvalidInput, NotFound
 from nexusbrain.graph import Graph
 from nexusbrain.graph.model import GraphFact, RelationshipInput
@@ -51,7 +52,7 @@ from nexusbrain.retrieval.pipeline import Searcher
 from nexusbrain.retrieval.tokens import fit_budget
 from nexusbrain.retrieval.vectors import VectorWriter
 from nexusbrain.storage import open as open_backend
-from nexusbrain.storage.base import Backend, UnitOfWork
+from nexusbrain.storage.base import Backend, DenseIndex, UnitOfWork
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +103,7 @@ class Brain:
         self._clock = clock
         self._embedder = embedder
         self._vectors = VectorWriter(self._store, embedder) if embedder else None
-        self._index = (
-            backend.dense_index(embedder.model_id, embedder.dim, centre=centred(settings.embedder))
-            if embedder
-            else None
-        )
+        self._index = _dense_index(backend, embedder, settings) if embedder else None
         self._searcher = Searcher(
             self._store, backend.lexical, settings.lexical, embedder, self._index
         )
@@ -546,6 +543,12 @@ class Brain:
         result = self._store.import_records(records)
         self.embed_missing(progress)
         return result
+
+
+def _dense_index(backend: Backend, embedder: Embedder, settings: Settings) -> DenseIndex:
+    centre = centred(settings.embedder)
+    reference = reference_vector(embedder) if centre else None
+    return backend.dense_index(embedder.model_id, embedder.dim, centre=centre, reference=reference)
 
 
 def parse_mode(mode: SearchMode | str) -> SearchMode:

@@ -222,8 +222,11 @@ class Backend(Protocol):
     @property
     def lexical(self) -> LexicalIndex: ...
 
-    def dense_index(self, model: str, dim: int, *, centre: bool) -> DenseIndex:
-        """The dense index of one embedding model's vectors."""
+    def dense_index(
+        self, model: str, dim: int, *, centre: bool, reference: Vector | None = None
+    ) -> DenseIndex:
+        """The dense index of one embedding model's vectors; `reference` is a point that
+        depends on the model alone (embeddings/reference.py), for an index that needs one."""
         ...
 
     def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:

@@ -58,7 +58,10 @@ class IndexConfig:
     centre_prior: int = 100  # the centre is the mean vector × n / (n + centre_prior)
 
 
-_BUFFERED = ("ids", "docs", "half", "norms", "codes")  # the per-row arrays of _Buffers
+_BUFFERED = ("ids", "docs", "half", "sq", "codes")  # the per-row arrays of _Buffers
+# A float16 value in [-1, 1] times 2**24 is a whole number: summed as integers, the vectors'
+# total is exact, so the centre is the same whatever order the rows came and went in.
+_EXACT = float(2**24)
 
 
 class _Buffers:
@@ -70,10 +73,10 @@ class _Buffers:
         ids: NDArray[np.int64],
         docs: NDArray[np.int64],
         half: NDArray[np.float16],
-        norms: NDArray[np.float32],
+        sq: NDArray[np.float32],
         codes: NDArray[np.uint64],
     ) -> None:
-        self.ids, self.docs, self.half, self.norms, self.codes = ids, docs, half, norms, codes
+        self.ids, self.docs, self.half, self.sq, self.codes = ids, docs, half, sq, codes
         self.used = len(ids)  # rows written; views past it would see garbage
 
     @classmethod
@@ -98,6 +101,23 @@ class _Buffers:
 
 
 @dataclass(frozen=True, slots=True)
+class _Space:
+    """How similarities are taken: around the centre c (a function of the live vectors
+    alone), with sign codes taken around a fixed reference r (a property of the model, so
+    that they never need rebuilding)."""
+
+    centring: bool
+    prior: int  # the centre is the mean vector × n / (n + prior)
+    reference: NDArray[np.float32]
+
+    def centre_of(self, total: NDArray[np.int64], n: int) -> NDArray[np.float32]:
+        if not self.centring or n == 0:
+            return np.zeros(len(total), np.float32)
+        centre: NDArray[np.float32] = (total / _EXACT / (n + self.prior)).astype(np.float32)
+        return centre
+
+
+@dataclass(frozen=True, slots=True)
 class _Rows:
     """The index content: row r is chunk ids[r] of document docs[r], searched while alive[r].
 
@@ -110,13 +130,16 @@ class _Rows:
     ids: NDArray[np.int64]
     docs: NDArray[np.int64]
     half: NDArray[np.float16]  # the stored unit vectors, float16 (what is cached)
-    center: NDArray[np.float32]  # the centre c that similarities are taken around
-    norms: NDArray[np.float32]  # |v - c| of each row
-    codes: NDArray[np.uint64]  # sign bits of (v - c), packed
+    sq: NDArray[np.float32]  # |v|² of each row
+    codes: NDArray[np.uint64]  # sign bits of (v - reference), packed
     full: NDArray[np.float32] | None  # float32 rows while exact search is used
     alive: NDArray[np.bool_]
     dead: int
     buffers: _Buffers
+    space: _Space
+    total: NDArray[np.int64]  # the live rows' sum, times 2**24 (exact)
+    center: NDArray[np.float32]  # the centre c that similarities are taken around
+    vc: NDArray[np.float32] | None  # v·c of every row, while exact search is used
 
     @classmethod
     def build(
@@ -124,11 +147,11 @@ class _Rows:
         ids: NDArray[np.int64],
         docs: NDArray[np.int64],
         half: NDArray[np.float16],
-        center: NDArray[np.float32],
+        space: _Space,
         exact_max: int,
     ) -> _Rows:
-        norms, codes = _norms_and_codes(half, center)
-        return cls.of(ids, docs, half, center, norms, codes, exact_max)
+        sq, codes = _squares_and_codes(half, space.reference)
+        return cls.of(ids, docs, half, sq, codes, space, exact_max)
 
     @classmethod
     def of(
@@ -136,20 +159,30 @@ class _Rows:
         ids: NDArray[np.int64],
         docs: NDArray[np.int64],
         half: NDArray[np.float16],
-        center: NDArray[np.float32],
-        norms: NDArray[np.float32],
+        sq: NDArray[np.float32],
         codes: NDArray[np.uint64],
+        space: _Space,
         exact_max: int,
     ) -> _Rows:
         """Live rows over these very arrays (no room to grow: the first append copies)."""
         full = half.astype(np.float32) if len(half) <= exact_max else None
         alive = np.ones(len(ids), np.bool_)
-        buffers = _Buffers(ids, docs, half, norms, codes)
-        return cls(ids, docs, half, center, norms, codes, full, alive, 0, buffers)
+        buffers = _Buffers(ids, docs, half, sq, codes)
+        total = _exact_sum(half)
+        center = space.centre_of(total, len(ids))
+        vc = full @ center if full is not None else None
+        return cls(ids, docs, half, sq, codes, full, alive, 0, buffers, space, total, center, vc)
 
     @property
     def live(self) -> int:
         return len(self.ids) - self.dead
+
+    def _recentred(self, **changes: object) -> _Rows:
+        """A copy with these fields changed, and its centre (and v·c) for its live rows."""
+        rows = replace(self, **changes)  # type: ignore[arg-type]
+        center = rows.space.centre_of(rows.total, rows.live)
+        vc = rows.full @ center if rows.full is not None else None
+        return replace(rows, center=center, vc=vc)
 
     def plus(
         self,
@@ -163,9 +196,9 @@ class _Rows:
         buffers = self.buffers
         if buffers.used != n or n + m > buffers.capacity:
             buffers = _Buffers.grown(self, n + m + max(1024, (n + m) // 4))
-        norms, codes = _norms_and_codes(half, self.center)
+        sq, codes = _squares_and_codes(half, self.space.reference)
         end = n + m
-        added = dict(zip(_BUFFERED, (ids, docs, half, norms, codes), strict=True))
+        added = dict(zip(_BUFFERED, (ids, docs, half, sq, codes), strict=True))
         for name, values in added.items():
             getattr(buffers, name)[n:end] = values
         buffers.used = end
@@ -173,12 +206,12 @@ class _Rows:
         if end <= exact_max:
             old = self.full if self.full is not None else self.half.astype(np.float32)
             full = np.concatenate([old, half.astype(np.float32)])
-        return replace(
-            self,
+        return self._recentred(
             **{name: getattr(buffers, name)[:end] for name in _BUFFERED},
             full=full,
             alive=np.concatenate([self.alive, np.ones(m, np.bool_)]),
             buffers=buffers,
+            total=self.total + _exact_sum(half),
         )
 
     def without(self, chunk_ids: NDArray[np.int64]) -> _Rows:
@@ -187,15 +220,33 @@ class _Rows:
         found = int(np.count_nonzero(hit))
         if not found:
             return self
-        return replace(self, alive=self.alive & ~hit, dead=self.dead + found)
+        return self._recentred(
+            alive=self.alive & ~hit,
+            dead=self.dead + found,
+            total=self.total - _exact_sum(self.half[hit]),
+        )
 
-    def compacted(self, center: NDArray[np.float32], exact_max: int) -> _Rows:
-        """The live rows alone, in new arrays; with a new centre, new norms and codes."""
+    def compacted(self, exact_max: int) -> _Rows:
+        """The live rows alone, in new arrays."""
         keep = self.alive
         ids, docs, half = self.ids[keep], self.docs[keep], self.half[keep]
-        if np.array_equal(center, self.center):
-            return _Rows.of(ids, docs, half, center, self.norms[keep], self.codes[keep], exact_max)
-        return _Rows.build(ids, docs, half, center, exact_max)
+        return _Rows.of(ids, docs, half, self.sq[keep], self.codes[keep], self.space, exact_max)
+
+    def norms(self, positions: NDArray[np.intp] | None) -> NDArray[np.float32]:
+        """|v - c| of these rows (every row when None): sqrt(|v|² - 2 v·c + |c|²)."""
+        if positions is None:
+            assert self.vc is not None
+            sq, vc = self.sq, self.vc
+        else:
+            sq = self.sq[positions]
+            vc = (
+                self.vc[positions]
+                if self.vc is not None
+                else _dots(self.half, positions, self.center)
+            )
+        cc = float(self.center @ self.center)
+        out: NDArray[np.float32] = np.sqrt(np.maximum(sq - 2 * vc + cc, np.float32(1e-12)))
+        return out
 
 
 class VectorIndex:
@@ -221,6 +272,7 @@ class VectorIndex:
         *,
         cache: Path | None = None,
         config: IndexConfig | None = None,
+        reference: NDArray[np.float32] | None = None,
     ) -> None:
         self.store = store
         self.model = model
@@ -230,10 +282,14 @@ class VectorIndex:
         self._lock = threading.Lock()
         self._seq = -1
         self._unsaved = 0  # rows changed since the cache file was written
-        self._drift = 0  # rows changed since the centre was computed
-        empty = np.zeros((0, dim), np.float16)
         zeros = np.zeros(dim, np.float32)
-        self._rows = _Rows.build(np.zeros(0, np.int64), np.zeros(0, np.int64), empty, zeros, 0)
+        centring = self.config.centre
+        mark = reference.astype(np.float32) if centring and reference is not None else zeros
+        self._space = _Space(centring, self.config.centre_prior, mark)
+        empty = np.zeros((0, dim), np.float16)
+        self._rows = _Rows.build(
+            np.zeros(0, np.int64), np.zeros(0, np.int64), empty, self._space, 0
+        )
 
     def __len__(self) -> int:
         return self._rows.live
@@ -253,9 +309,6 @@ class VectorIndex:
                 self._apply(added, gone)
                 self._seq = seq
                 self._unsaved += len(added) + len(gone)
-                self._drift += len(added) + len(gone)
-            if self._drift > max(32, self._rows.live):
-                self._recentre()
             # a tenth of a large index: rewriting a large file often would cost more than the
             # reads it saves at the next start
             if self._unsaved >= max(self.config.save_every, self._rows.live // 10):
@@ -280,8 +333,7 @@ class VectorIndex:
         seq = self.store.latest_chunk_change()
         ids, docs, matrix = self.store.load_vectors(self.model, self.dim)
         half = matrix.astype(np.float16)
-        center = self._center_of(half)
-        self._rows = _Rows.build(ids, docs, half, center, self.config.exact_max)
+        self._rows = _Rows.build(ids, docs, half, self._space, self.config.exact_max)
         self._seq = seq
         self._unsaved = max(len(ids), 1)
         log.info("loaded %d vectors for %s from the store", len(ids), self.model)
@@ -296,23 +348,8 @@ class VectorIndex:
             rows = rows.plus(ids, docs, matrix.astype(np.float16), self.config.exact_max)
         small = rows.full is None and rows.live <= self.config.exact_max  # exact search again
         if rows.dead * 5 > len(rows.ids) or (rows.dead and small):
-            rows = rows.compacted(rows.center, self.config.exact_max)
+            rows = rows.compacted(self.config.exact_max)
         self._rows = rows
-
-    def _recentre(self) -> None:
-        rows = self._rows
-        center = self._center_of(rows.half[rows.alive])
-        self._rows = rows.compacted(center, self.config.exact_max)
-        self._drift = 0
-
-    def _center_of(self, half: NDArray[np.float16]) -> NDArray[np.float32]:
-        """The mean vector, shrunk towards zero while there are few: a handful of vectors
-        says little about the model's common direction."""
-        if len(half) == 0 or not self.config.centre:
-            return np.zeros(half.shape[1], np.float32)
-        mean: NDArray[np.float32] = half.mean(axis=0, dtype=np.float32)
-        shrunk: NDArray[np.float32] = mean * (len(half) / (len(half) + self.config.centre_prior))
-        return shrunk
 
     # the cache file
 
@@ -331,12 +368,12 @@ class VectorIndex:
                 if not same:
                     log.info("ignoring the stale vector cache %s", self.cache)
                     return False
-                ids, docs, half, center = data["ids"], data["docs"], data["half"], data["center"]
+                ids, docs, half = data["ids"], data["docs"], data["half"]
                 seq = int(data["seq"])
         except (OSError, ValueError, KeyError) as exc:
             log.warning("ignoring the unreadable vector cache %s: %s", self.cache, exc)
             return False
-        self._rows = _Rows.build(ids, docs, half, center, self.config.exact_max)
+        self._rows = _Rows.build(ids, docs, half, self._space, self.config.exact_max)
         self._seq = seq
         self._unsaved = 0
         log.info("read %d vectors for %s from %s", len(ids), self.model, self.cache)
@@ -356,7 +393,6 @@ class VectorIndex:
                     store=np.array(self.store.identity()),
                     seq=np.array(self._seq, dtype=np.int64),
                     centred=np.array(self.config.centre),
-                    center=rows.center,
                     ids=rows.ids[rows.alive],
                     docs=rows.docs[rows.alive],
                     half=rows.half[rows.alive],
@@ -384,7 +420,7 @@ class VectorIndex:
         rows = self._rows
         wanted = np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids))
         found = np.flatnonzero(np.isin(rows.ids, wanted) & rows.alive)
-        centred = (rows.half[found].astype(np.float32) - rows.center) / rows.norms[found, None]
+        centred = (rows.half[found].astype(np.float32) - rows.center) / rows.norms(found)[:, None]
         return {int(rows.ids[r]): row for r, row in zip(found, centred, strict=True)}
 
     # searching
@@ -413,8 +449,9 @@ class VectorIndex:
             positions = np.flatnonzero(np.isin(rows.ids, wanted) & rows.alive)
         if rows.full is None:  # quantized: rescore the nearest codes
             codes = rows.codes if positions is None else rows.codes[positions]
+            ids = rows.ids if positions is None else rows.ids[positions]
             dead = ~rows.alive if positions is None and rows.dead else None
-            near = self._nearest(codes, query, dead)
+            near = self._nearest(rows, codes, ids, query, dead)
             positions = near if positions is None else positions[near]
         scores = _scores(rows, positions, query)
         if rows.dead and allowed is None:
@@ -442,22 +479,26 @@ class VectorIndex:
 
     def _nearest(
         self,
+        rows: _Rows,
         codes: NDArray[np.uint64],
+        ids: NDArray[np.int64],
         query: NDArray[np.float32],
         dead: NDArray[np.bool_] | None = None,
     ) -> NDArray[np.intp]:
-        """Positions in `codes` of the `candidates` codes nearest to the query's (the query
-        is centred already, so its signs are taken around zero); `dead` rows come last."""
+        """Positions in `codes` of the `candidates` codes nearest to the query's, by Hamming
+        distance, ties by position; `dead` rows come last."""
         if len(codes) <= self.config.candidates:
             return np.arange(len(codes))
-        mine = _codes(query[None, :], np.zeros_like(query))[0]
+        # the query as a stored row would be (float16), so that a row equal to it has its code
+        raw = _uncentred(query, rows.center).astype(np.float16)
+        mine = _codes(raw[None, :], rows.space.reference)[0]
         bits = np.bitwise_count(codes ^ mine)
         distance = bits[:, 0].astype(np.int32)
         for word in range(1, bits.shape[1]):
             distance += bits[:, word]
         if dead is not None:
             distance[dead] = 64 * codes.shape[1] + 1
-        return np.argpartition(distance, self.config.candidates - 1)[: self.config.candidates]
+        return _smallest(distance, ids, self.config.candidates)
 
 
 def _ranked(
@@ -489,14 +530,36 @@ def _scores(
     if positions is None:
         assert rows.full is not None
         dots = rows.full @ query
-        norms = rows.norms
     else:
-        dots = (rows.full if rows.full is not None else rows.half)[positions].astype(
-            np.float32
-        ) @ query
-        norms = rows.norms[positions]
-    out: NDArray[np.float32] = (dots - offset) / norms
+        dots = _dots(rows.full if rows.full is not None else rows.half, positions, query)
+    out: NDArray[np.float32] = (dots - offset) / rows.norms(positions)
     return out
+
+
+def _dots(
+    matrix: NDArray[np.floating], positions: NDArray[np.intp], vector: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    out: NDArray[np.float32] = matrix[positions].astype(np.float32) @ vector
+    return out
+
+
+def _uncentred(query: NDArray[np.float32], center: NDArray[np.float32]) -> NDArray[np.float32]:
+    """The unit vector q whose centred form is the unit vector q': q = q'·s + c, with s the
+    root of |q'·s + c| = 1 (a query that was not a unit vector first maps to a nearby one)."""
+    qc = float(query @ center)
+    s = -qc + np.sqrt(max(qc * qc - float(center @ center) + 1.0, 0.0))
+    out: NDArray[np.float32] = (query * s + center).astype(np.float32)
+    return out
+
+
+def _smallest(distance: NDArray[np.int32], ids: NDArray[np.int64], k: int) -> NDArray[np.intp]:
+    """Positions of the k smallest distances; at the cut, the lowest chunk ids win, so that
+    the same rows give the same candidates whatever order the index holds them in."""
+    cut = np.partition(distance, k - 1)[k - 1]
+    below = np.flatnonzero(distance < cut)
+    at = np.flatnonzero(distance == cut)
+    at = at[np.argsort(ids[at], kind="stable")][: k - len(below)]
+    return np.concatenate([below, at])
 
 
 def _top(scores: NDArray[np.float32], ids: NDArray[np.int64], k: int) -> NDArray[np.intp]:
@@ -505,18 +568,27 @@ def _top(scores: NDArray[np.float32], ids: NDArray[np.int64], k: int) -> NDArray
     return part[np.lexsort((ids[part], -scores[part]))]
 
 
-def _norms_and_codes(
-    half: NDArray[np.float16], center: NDArray[np.float32], block: int = 8192
+def _squares_and_codes(
+    half: NDArray[np.float16], reference: NDArray[np.float32], block: int = 8192
 ) -> tuple[NDArray[np.float32], NDArray[np.uint64]]:
-    """|v - c| and the sign codes of every row, a block of rows at a time: converting all the
+    """|v|² and the sign codes of every row, a block of rows at a time: converting all the
     rows to float32 at once would briefly hold several times the index in memory."""
-    norms = np.empty(len(half), np.float32)
+    sq = np.empty(len(half), np.float32)
     codes = np.empty((len(half), _words(half.shape[1])), np.uint64)
     for start in range(0, len(half), block):
         part = half[start : start + block].astype(np.float32)
-        norms[start : start + block] = np.linalg.norm(part - center, axis=1)
-        codes[start : start + block] = _codes(part, center)
-    return np.maximum(norms, np.float32(1e-6)), codes
+        sq[start : start + block] = np.einsum("ij,ij->i", part, part)
+        codes[start : start + block] = _codes(part, reference)
+    return sq, codes
+
+
+def _exact_sum(half: NDArray[np.float16]) -> NDArray[np.int64]:
+    """The rows' sum times 2**24, exactly (see _EXACT)."""
+    total = np.zeros(half.shape[1], np.int64)
+    for start in range(0, len(half), 8192):
+        part = half[start : start + 8192].astype(np.float64) * _EXACT
+        total += part.astype(np.int64).sum(axis=0)
+    return total
 
 
 def _words(dim: int) -> int:

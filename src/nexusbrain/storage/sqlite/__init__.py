@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from nexusbrain.config import LexicalConfig
+from nexusbrain.storage.base import Vector
 from nexusbrain.storage.sqlite.graph import SQLiteGraphStore
 from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex
 from nexusbrain.storage.sqlite.store import SQLiteStore, SQLiteWork
@@ -36,11 +37,12 @@ class SQLiteBackend:
     def lexical(self) -> SQLiteLexicalIndex:
         return self._lexical
 
-    def dense_index(self, model: str, dim: int, *, centre: bool) -> VectorIndex:
+    def dense_index(
+        self, model: str, dim: int, *, centre: bool, reference: Vector | None = None
+    ) -> VectorIndex:
+        cache = index_cache_path(self.path, model)
         config = IndexConfig(centre=centre)
-        return VectorIndex(
-            self.store, model, dim, cache=index_cache_path(self.path, model), config=config
-        )
+        return VectorIndex(self.store, model, dim, cache=cache, config=config, reference=reference)
 
     @contextmanager
     def unit_of_work(self) -> Iterator[SQLiteWork]:
