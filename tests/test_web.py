@@ -12,6 +12,8 @@ import pytest
 
 from nexusbrain.config import evals_dir
 from nexusbrain.web import markdown
+from nexusbrain.web.api_docs import anchor, type_of
+from nexusbrain.web.assets import STATIC_PATH as STATIC
 from nexusbrain.web.eval_files import read_eval_files
 from nexusbrain.web.login import TOKEN_COOKIE, safe_next
 
@@ -304,3 +306,50 @@ def test_web_never_imports_the_other_interfaces() -> None:
             assert name not in ("nexusbrain.api", "nexusbrain.cli", "nexusbrain.mcp_server"), (
                 f"{path.name} imports {name}"
             )
+
+
+# the API's reference at /docs
+
+
+def test_docs_page_lists_every_route_with_nothing_from_elsewhere(live_server: LiveServer) -> None:
+    with live_server.client() as http:
+        spec = http.get("/openapi.json").json()
+        page = http.get("/docs")
+        assert http.get("/redoc").status_code == 404  # its scripts came from a CDN too
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    html = page.text
+    assert "<script" not in html.replace(f'<script src="{STATIC}', "")  # no script of its own
+    for url in re.findall(r'(?:href|src)="([^"#]+)"', html):
+        assert url.startswith(("/", "data:")), url  # nothing from another host
+    for path, item in spec["paths"].items():
+        for method in item:
+            assert f'id="{anchor(method, path)}"' in html, (method, path)
+    assert '<a href="#schema-RecallIn">RecallIn</a>' in html  # a body links to its schema
+    assert "integer, 1 to 1,000" in html  # constraints in words
+    assert "HTTPValidationError" not in html  # errors come in this server's one shape
+    assert f"curl &#39;{live_server.url}/search?q=…&#39;" in html
+    assert 'aria-current="page">API<' in html
+
+
+def test_docs_page_says_how_to_send_the_token(token_server: LiveServer) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with token_server.client(headers=headers) as http:
+        html = http.get("/docs").text
+    assert "send <code>Authorization: Bearer $BRAIN_API_TOKEN</code>" in html
+    assert "curl -H &#34;Authorization: Bearer $BRAIN_API_TOKEN&#34;" in html
+    assert TOKEN not in html
+
+
+def test_api_docs_types_read_as_words() -> None:
+    def words(schema: dict[str, object]) -> str:
+        return str(type_of(schema))
+
+    assert words({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}) == (
+        "integer, at least 1"
+    )
+    assert words({"type": "array", "items": {"$ref": "#/components/schemas/TurnIn"}}) == (
+        'array of <a href="#schema-TurnIn">TurnIn</a>'
+    )
+    assert words({"enum": ["a", "<b>"]}) == "one of <code>a</code>, <code>&lt;b&gt;</code>"
+    assert anchor("get", "/documents/{document_id}/history") == "get-documents-document_id-history"

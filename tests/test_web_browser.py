@@ -236,3 +236,36 @@ def test_sign_in_with_the_token(token_server: LiveServer, page: Page) -> None:
     assert "/app?q=ledger+drift&" in page.url  # back where it started
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_label("API token")).to_be_visible()
+
+
+def offline(page: Page, server: str) -> list[str]:
+    """Cut `page` off from every host but `server`; returns the requests it refused."""
+    refused: list[str] = []
+
+    def route(request: playwright_api.Route) -> None:
+        if request.request.url.startswith((server, "data:")):
+            request.continue_()
+        else:
+            refused.append(request.request.url)
+            request.abort("internetdisconnected")
+
+    page.context.route("**/*", route)
+    return refused
+
+
+def test_api_docs_work_with_the_network_off(live_server: LiveServer, page: Page) -> None:
+    refused = offline(page, live_server.url)
+    page.goto(f"{live_server.url}/docs")
+    page.wait_for_load_state("networkidle")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("HTTP API")
+    with live_server.client() as http:
+        spec = http.get("/openapi.json").json()
+    count = sum(len(item) for item in spec["paths"].values())
+    expect(page.locator("article.operation")).to_have_count(count)
+    search = page.locator("#get-search")
+    expect(search.locator("tbody th").first).to_contain_text("q")
+    page.get_by_role("link", name="POST /recall").click()
+    expect(page.locator("#post-recall")).to_be_in_viewport()
+    page.locator("#post-recall").get_by_role("link", name="RecallIn").click()
+    expect(page.locator("#schema-RecallIn")).to_be_in_viewport()
+    assert refused == []

@@ -3,7 +3,8 @@
 Pages are rendered on the server from autoescaped Jinja templates, and their small scripts
 fetch the same JSON API every client uses (`/search`, `/explain`, `/documents/...`,
 `/graph/...`, `/stats`), so the UI holds no logic beyond presentation. The evals page is
-rendered here from the eval files, which have no API. See docs/design/web.md.
+rendered here from the eval files, which have no API; the API's reference at /docs from the
+app's OpenAPI schema. See docs/design/web.md.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from nexusbrain.config import evals_dir
 from nexusbrain.errors import NotFound
 from nexusbrain.records import SearchMode
 from nexusbrain.web import markdown
+from nexusbrain.web.api_docs import api_docs
 from nexusbrain.web.assets import Assets
 from nexusbrain.web.eval_files import PLOTS, plot_path, read_eval_files
 from nexusbrain.web.login import login_routes
@@ -25,7 +27,8 @@ PLOT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def web_routes(app: FastAPI, brain: Brain, token: str | None = None) -> None:
-    """Serve the web UI under /app on `app`; `token` is the server's API token, if any."""
+    """Serve the web UI under /app, and the API's reference at /docs, on `app`; `token` is
+    the server's API token, if any. `app` is made with `docs_url=None, redoc_url=None`."""
     assets = Assets.from_package()
     pages = Pages(assets, token_set=bool(token))
     router = APIRouter(prefix="/app", include_in_schema=False)
@@ -36,6 +39,11 @@ def web_routes(app: FastAPI, brain: Brain, token: str | None = None) -> None:
     @router.get("/static/{name}")
     def static(name: str, request: Request) -> Response:
         return assets.response(name, request)
+
+    @app.get("/docs", include_in_schema=False)
+    def reference(request: Request) -> Response:
+        docs = api_docs(app.openapi(), str(request.base_url), bool(token))
+        return pages.render(request, "api_docs.html", page="api", docs=docs)
 
     app.include_router(router)
 
