@@ -5,6 +5,7 @@ Skipped, with the reason, when Chromium or Playwright is missing; `.ci/run` inst
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -12,9 +13,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from nexusbrain.api.guard import ServerSettings
+from nexusbrain.bench.envelopes import Envelope
 from nexusbrain.brain import Brain
 
-from .conftest import LiveServer
+from .conftest import LiveServer, free_port, start_server
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -269,3 +272,43 @@ def test_api_docs_work_with_the_network_off(live_server: LiveServer, page: Page)
     page.locator("#post-recall").get_by_role("link", name="RecallIn").click()
     expect(page.locator("#schema-RecallIn")).to_be_in_viewport()
     assert refused == []
+
+
+RAW_KEYS = ("db_bytes", "rss_bytes", "p95_ms", "retired_documents")
+
+
+def test_status_page_says_what_each_limit_is(live_server: LiveServer, page: Page) -> None:
+    page.goto(f"{live_server.url}/app/status")
+    envelope = page.locator("#envelope")
+    rss = envelope.locator("[data-limit=rss_bytes]")
+    expect(rss).to_contain_text("Server memory (RSS)")
+    expect(rss).to_contain_text(
+        re.compile(r"^Server memory \(RSS\)\d+ MB of the desktop envelope's 512 MB limit \(\d+%\)$")
+    )
+    expect(envelope.locator("[data-limit=db_bytes]")).to_contain_text(
+        "of the desktop envelope's 2 GiB limit"
+    )
+    expect(envelope.locator("[data-limit=p95_ms]")).to_contain_text("not measured yet")
+    expect(envelope).to_contain_text("Within every limit.")
+    text = page.locator("main").inner_text()
+    assert not [key for key in RAW_KEYS if key in text], text
+
+
+def test_status_page_names_a_broken_limit(brain: Brain, page: Page) -> None:
+    tiny = Envelope("tiny", documents=1, db_bytes=1024, rss_bytes=1_000_000, p95_ms=1.0)
+    settings = ServerSettings(port=free_port(), envelope=tiny)
+    server, thread = start_server(brain, settings)
+    try:
+        seed(brain)
+        page.goto(f"http://127.0.0.1:{settings.port}/app/status")
+        rss = page.locator("#envelope [data-limit=rss_bytes]")
+        expect(rss).to_contain_text("of the tiny envelope's 1 MB limit")
+        expect(rss).to_contain_text(": over it")
+        expect(rss).to_have_class("breach")
+        expect(page.locator("#envelope")).to_contain_text("Over a limit.")
+        expect(page.locator("#stats")).to_contain_text("Database size")
+        text = page.locator("main").inner_text()
+        assert not [key for key in RAW_KEYS if key in text], text
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

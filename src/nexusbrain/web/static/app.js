@@ -94,15 +94,19 @@ const NB = (() => {
     return (start > 0 ? "…" : "") + text.slice(start, end).trim() + (end < text.length ? "…" : "");
   }
 
-  function bytes(n) {
-    const units = ["B", "KB", "MB", "GB", "TB"];
+  /** A size in the units the envelopes use: binary (KiB, MiB, GiB) for the database,
+      decimal (kB, MB, GB) for memory, as bench/envelopes.py defines its limits. */
+  function bytes(n, decimal = false) {
+    const base = decimal ? 1000 : 1024;
+    const units = decimal ? ["B", "kB", "MB", "GB", "TB"] : ["B", "KiB", "MiB", "GiB", "TiB"];
     let value = n;
     let unit = 0;
-    while (value >= 1024 && unit < units.length - 1) {
-      value /= 1024;
+    while (value >= base && unit < units.length - 1) {
+      value /= base;
       unit += 1;
     }
-    return `${value.toFixed(unit && value < 10 ? 1 : 0)} ${units[unit]}`;
+    const digits = unit && value < 10 && !Number.isInteger(value) ? 1 : 0;
+    return `${value.toFixed(digits)} ${units[unit]}`;
   }
 
   /** A time from the API: the date alone at midnight UTC, else to the minute. */
