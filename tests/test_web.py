@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from nexusbrain.cli.main import cli
 from nexusbrain.config import evals_dir
+from nexusbrain.evals.results_log import append_records
 from nexusbrain.web import markdown
 from nexusbrain.web.api_docs import anchor, type_of
 from nexusbrain.web.assets import STATIC_PATH as STATIC
 from nexusbrain.web.eval_files import read_eval_files
+from nexusbrain.web.eval_intervals import report_intervals
 from nexusbrain.web.login import TOKEN_COOKIE, safe_next
 
 from .conftest import LiveServer
+from .test_eval_sweep import _three_modes
 
 PAGES = ["/app", "/app/doc/1", "/app/graph?entity=alice", "/app/evals", "/app/status"]
 MAX_FIRST_LOAD = 50 * 1024  # the issue's budget for the first load of /app, compressed
@@ -165,9 +172,90 @@ def test_evals_page_without_files_says_so(
     with live_server.client() as http:
         html = http.get("/app/evals").text
         plot = http.get("/app/evals/plot")
-    assert "No comparison report yet" in html and "No runs in" in html
+    assert "No comparison report in this folder yet" in html and "No runs in" in html
     assert "<img" not in html
     assert plot.status_code == 404 and "eval compare" in plot.json()["error"]["message"]
+
+
+def write_compare_files(folder: Path) -> str:
+    """The results log of three modes, and the report and plot `eval compare` writes."""
+    log = folder / "eval-results.jsonl"
+    append_records(log, _three_modes())
+    report, plot = folder / "compare-report.md", folder / "compare-plot.svg"
+    args = [
+        "eval",
+        "compare",
+        "--results",
+        str(log),
+        "--output",
+        str(report),
+        "--resamples",
+        "1000",
+    ]
+    if importlib.util.find_spec("matplotlib") is not None:
+        args += ["--plot", str(plot)]
+    done = CliRunner().invoke(cli, args, env={"BRAIN_EMBEDDER": "hashing"})
+    assert done.exit_code == 0, done.output
+    return report.read_text(encoding="utf-8")
+
+
+def test_report_intervals_are_read_from_the_bootstrap_tables(tmp_path: Path) -> None:
+    (suite,) = report_intervals(write_compare_files(tmp_path))
+    assert suite.suite == "locomo" and len(suite.intervals) == 12
+    first = suite.intervals[0]
+    assert (first.metric, first.comparison) == ("recall@5", "balanced − conservative")
+    assert first.low <= first.mean <= first.high
+    assert {i.verdict_class for i in suite.intervals} <= {"tie", "not", "significant"}
+    assert suite.low < min(i.low for i in suite.intervals) and suite.low < 0
+    assert suite.high > max(i.high for i in suite.intervals)
+    assert suite.at(suite.low) == 0 and suite.at(suite.high) == 100
+    assert 0.0 in suite.ticks() and all(suite.low <= t <= suite.high for t in suite.ticks())
+    assert report_intervals("| metric | comparison |\n| --- | --- |\n| a | b |\n") == ()
+
+
+def test_evals_page_draws_the_reports_intervals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live_server: LiveServer
+) -> None:
+    write_compare_files(tmp_path)
+    monkeypatch.setenv("BRAIN_EVALS_DIR", str(tmp_path))
+    with live_server.client() as http:
+        html = http.get("/app/evals").text
+    assert html.count('<li class="verdict-') == 12
+    assert html.count('<li class="verdict-significant">') >= 4  # tokenmax's, at least
+    assert "<strong>locomo</strong>: each comparison" in html
+    assert "3 runs in the results log." in html
+    if (tmp_path / "compare-plot.svg").exists():
+        assert '<a href="/app/evals/plot?v=' in html and "<img" not in html  # drawn, linked
+
+
+def test_evals_page_says_which_runs_are_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live_server: LiveServer
+) -> None:
+    """What the page claims, checked against the commands: a plain `eval` and `eval judged`
+    log nothing; `eval run-all` logs each run; the page counts exactly those."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BRAIN_EVALS_DIR", raising=False)
+    runner, env = CliRunner(), {"BRAIN_EMBEDDER": "hashing"}
+    smoke = Path(__file__).parent / "data" / "smoke"
+    judged = [str(smoke / "judged.md"), "--corpus", str(smoke / "docs")]
+    for args in (["eval", *judged], ["eval", "judged", *judged]):
+        assert runner.invoke(cli, args, env=env).exit_code == 0
+    log = tmp_path / ".nexusbrain-evals" / "eval-results.jsonl"
+    assert not log.exists()
+    with live_server.client() as http:
+        empty = http.get("/app/evals").text
+    assert "No runs in <code>.nexusbrain-evals/eval-results.jsonl</code> yet" in empty
+    assert "Only <code>nexusbrain eval run-all</code> writes the results log" in empty
+    assert "Every <code>nexusbrain eval</code> run is logged" not in empty
+    sweep = ["eval", "run-all", "--suites", "brainbench", "--budget-usd-retrieval", "5"]
+    done = runner.invoke(cli, sweep, env=env)
+    assert done.exit_code == 0, done.output
+    assert len(log.read_text().splitlines()) == 1
+    with live_server.client() as http:
+        logged = http.get("/app/evals").text
+    assert "1 run in the results log." in logged and "brainbench" in logged
+    assert f"--output {tmp_path / '.nexusbrain-evals'}/compare-report.md" in logged
 
 
 def test_evals_dir_is_env_then_git_root_then_cwd(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -18,6 +19,7 @@ from nexusbrain.bench.envelopes import Envelope
 from nexusbrain.brain import Brain
 
 from .conftest import LiveServer, free_port, start_server
+from .test_web import write_compare_files
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -312,3 +314,43 @@ def test_status_page_names_a_broken_limit(brain: Brain, page: Page) -> None:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+CLIPPED = """els => els.filter(e => {
+  const box = e.getBoundingClientRect();
+  return e.scrollWidth > e.clientWidth + 1 || box.left < 0 || box.right > window.innerWidth;
+}).map(e => e.textContent.trim())"""
+
+
+def test_eval_plot_reads_at_phone_width(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live_server: LiveServer, browser: Browser
+) -> None:
+    write_compare_files(tmp_path)
+    monkeypatch.setenv("BRAIN_EVALS_DIR", str(tmp_path))
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    phone = context.new_page()
+    try:
+        phone.goto(f"{live_server.url}/app/evals")
+        rows = phone.locator(".interval-rows li")
+        expect(rows).to_have_count(12)
+        assert no_horizontal_scroll(phone)
+        labels = phone.locator(".interval-label > span, .intervals figcaption, .axis text")
+        assert labels.evaluate_all(CLIPPED) == []  # every label whole and on screen
+        sizes = labels.evaluate_all("els => els.map(e => parseFloat(getComputedStyle(e).fontSize))")
+        assert min(sizes) >= 11, sizes
+        width = PHONE["width"]
+        for row in rows.all():
+            track = row.locator(".track").bounding_box()
+            mean = row.locator(".mean").bounding_box()
+            bar = row.locator(".range").bounding_box()
+            assert track and mean and bar
+            assert track["x"] >= 0 and track["x"] + track["width"] <= width
+            assert (
+                track["x"]
+                <= bar["x"]
+                <= mean["x"] + mean["width"] / 2
+                <= bar["x"] + bar["width"] + 0.5
+            )
+            assert bar["x"] + bar["width"] <= track["x"] + track["width"]
+    finally:
+        context.close()

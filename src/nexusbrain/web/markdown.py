@@ -69,12 +69,12 @@ def _heading(lines: list[str], i: int, out: list[str]) -> int:
 
 
 def _table(lines: list[str], i: int, out: list[str]) -> int:
-    head = _cells(lines[i])
-    aligns = [_align(cell) for cell in _cells(lines[i + 1])]
+    head = cells(lines[i])
+    aligns = [_align(cell) for cell in cells(lines[i + 1])]
     rows: list[list[str]] = []
     i += 2
     while i < len(lines) and lines[i].strip().startswith("|"):
-        rows.append(_cells(lines[i]))
+        rows.append(cells(lines[i]))
         i += 1
 
     def row(cells: list[str], tag: str) -> str:
@@ -92,7 +92,8 @@ def _table(lines: list[str], i: int, out: list[str]) -> int:
     return i
 
 
-def _cells(line: str) -> list[str]:
+def cells(line: str) -> list[str]:
+    """The cells of a pipe-table row, stripped, `\\|` read as a pipe."""
     text = line.strip().removeprefix("|").removesuffix("|")
     return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", text)]
 

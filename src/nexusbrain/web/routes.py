@@ -20,6 +20,7 @@ from nexusbrain.web import markdown
 from nexusbrain.web.api_docs import api_docs
 from nexusbrain.web.assets import Assets
 from nexusbrain.web.eval_files import PLOTS, plot_path, read_eval_files
+from nexusbrain.web.eval_intervals import report_intervals
 from nexusbrain.web.login import login_routes
 from nexusbrain.web.pages import Pages
 
@@ -95,7 +96,13 @@ def _info_pages(router: APIRouter, pages: Pages, brain: Brain) -> None:
         report = None if files.report is None else markdown.render(files.report, heading_shift=2)
         version = int(files.plot.stat().st_mtime) if files.plot else 0
         return pages.render(
-            request, "evals.html", page="evals", files=files, report=report, plot_version=version
+            request,
+            "evals.html",
+            page="evals",
+            files=files,
+            report=report,
+            intervals=report_intervals(files.report or ""),
+            plot_version=version,
         )
 
     @router.get("/evals/plot")
