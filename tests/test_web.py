@@ -36,8 +36,15 @@ def assets_of(html: str) -> list[str]:
     return re.findall(r'<(?:link rel="stylesheet"|script|img)[^>]* (?:href|src)="([^"]+)"', html)
 
 
+def seed_one(live_server: LiveServer) -> None:
+    """Document 1 and the entity alice, which two of PAGES show."""
+    live_server.brain.ingest_markdown("# Deploys\n\nWe deploy on Tuesdays.", uri="deploy.md")
+    live_server.brain.graph.relate("alice", "works_at", "Acme")
+
+
 @pytest.mark.parametrize("path", PAGES)
 def test_pages_are_served_locked_down(live_server: LiveServer, path: str) -> None:
+    seed_one(live_server)
     with live_server.client() as http:
         response = http.get(path)
     assert response.status_code == 200
@@ -49,6 +56,44 @@ def test_pages_are_served_locked_down(live_server: LiveServer, path: str) -> Non
     assert response.text.count('aria-current="page"') == 1
     for url in assets_of(response.text):
         assert url.startswith("/app/") and not url.startswith("//"), url  # nothing external
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("/app/doc/999", "There is no document 999 in this brain."),
+        ("/app/doc/abc", "There is no document abc in this brain."),
+        ("/app/graph?entity=nobody", "No entity named “nobody” is in the graph."),
+        ("/app/nowhere/at/all", "The web UI has no page /app/nowhere/at/all."),
+    ],
+)
+def test_missing_things_get_a_404_page(live_server: LiveServer, path: str, says: str) -> None:
+    seed_one(live_server)
+    with live_server.client() as http:
+        response = http.get(path)
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+    html = response.text
+    assert says in html and '<p class="code">404</p>' in html
+    assert 'href="/app">Back to the search</a>' in html
+    assert 'id="content"' not in html and 'id="as-of-slider"' not in html  # no empty shell
+
+
+def test_an_entity_is_found_whatever_its_case(live_server: LiveServer) -> None:
+    seed_one(live_server)
+    with live_server.client() as http:
+        response = http.get("/app/graph", params={"entity": "ALICE"})
+    assert response.status_code == 200 and 'id="entity-name">alice<' in response.text
+
+
+def test_an_empty_brain_says_how_to_fill_it(live_server: LiveServer) -> None:
+    with live_server.client() as http:
+        empty = http.get("/app").text
+        seed_one(live_server)
+        filled = http.get("/app").text
+    assert "<h2>This brain is empty</h2>" in empty and "nexusbrain ingest-dir" in empty
+    assert "Search 1 document (1 chunk) by words or meaning." in filled
 
 
 def test_first_load_of_app_is_at_most_50_kb_compressed(live_server: LiveServer) -> None:

@@ -354,3 +354,44 @@ def test_eval_plot_reads_at_phone_width(
             assert bar["x"] + bar["width"] <= track["x"] + track["width"]
     finally:
         context.close()
+
+
+def test_search_says_what_to_do_when_nothing_matches(live_server: LiveServer, page: Page) -> None:
+    page.goto(f"{live_server.url}/app")
+    intro = page.locator("#search-empty")
+    expect(intro.locator("h2")).to_have_text("This brain is empty")
+    page.fill("#q", "ledger")
+    none = page.locator("#results .no-hits")
+    expect(none).to_contain_text("There are no documents in this brain yet.")
+    expect(intro).to_be_visible()  # with the way to add some
+
+    seed(live_server.brain)
+    page.goto(f"{live_server.url}/app")
+    expect(intro).to_contain_text("Search 4 documents")
+    page.fill("input[name=domain]", "work")
+    page.fill("#q", "ledger drift")
+    expect(none.locator("h2")).to_have_text("No hits for “ledger drift”")
+    expect(none).to_contain_text("The domain filter may be too narrow: clear it")
+    expect(intro).to_be_hidden()
+    page.fill("input[name=domain]", "")
+    expect(page.locator(".hit").first).to_be_visible()
+    page.fill("#q", "")
+    expect(intro).to_be_visible()
+    expect(page.locator("#results li")).to_have_count(0)
+
+
+def test_a_missing_document_or_entity_is_a_404_page(live_server: LiveServer, page: Page) -> None:
+    seed(live_server.brain)
+    response = page.goto(f"{live_server.url}/app/doc/424242")
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("No such document")
+    page.get_by_label("Search instead").fill("ledger")
+    page.keyboard.press("Enter")
+    expect(page.locator(".hit").first.locator(".path")).to_have_text("notes/ledger.md")
+    response = page.goto(f"{live_server.url}/app/graph?entity=nobody")
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("No such entity")
+    expect(page.locator("#as-of-slider")).to_have_count(0)
+    page.get_by_label("Another entity").fill("Alice")
+    page.keyboard.press("Enter")
+    expect(page.locator("#outgoing")).to_contain_text("Globex")

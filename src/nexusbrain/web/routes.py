@@ -33,13 +33,18 @@ def web_routes(app: FastAPI, brain: Brain, token: str | None = None) -> None:
     assets = Assets.from_package()
     pages = Pages(assets, token_set=bool(token))
     router = APIRouter(prefix="/app", include_in_schema=False)
-    _search_pages(router, pages)
+    _search_pages(router, pages, brain)
     _info_pages(router, pages, brain)
     login_routes(router, pages, token)
 
     @router.get("/static/{name}")
     def static(name: str, request: Request) -> Response:
         return assets.response(name, request)
+
+    @router.get("/{rest:path}")
+    def unknown(request: Request, rest: str) -> Response:  # last: after every real page
+        message = f"The web UI has no page /app/{rest}."
+        return not_found(pages, request, "", "No such page", message)
 
     @app.get("/docs", include_in_schema=False)
     def reference(request: Request) -> Response:
@@ -49,7 +54,7 @@ def web_routes(app: FastAPI, brain: Brain, token: str | None = None) -> None:
     app.include_router(router)
 
 
-def _search_pages(router: APIRouter, pages: Pages) -> None:
+def _search_pages(router: APIRouter, pages: Pages, brain: Brain) -> None:
     @router.get("")
     def search(
         request: Request,
@@ -59,6 +64,7 @@ def _search_pages(router: APIRouter, pages: Pages) -> None:
         domain: str = "",
         path_prefix: str = "",
     ) -> Response:
+        store = brain.stats().store
         return pages.render(
             request,
             "search.html",
@@ -68,17 +74,29 @@ def _search_pages(router: APIRouter, pages: Pages) -> None:
             k=k,
             domain=domain,
             path_prefix=path_prefix,
+            documents=store.documents,
+            chunks=store.chunks,
         )
 
     @router.get("/doc/{document_id}")
     def document(
-        request: Request, document_id: int, chunk: int | None = None, q: str = "", mode: str = ""
+        request: Request, document_id: str, chunk: int | None = None, q: str = "", mode: str = ""
     ) -> Response:
+        try:
+            found = brain.get_document(int(document_id))
+        except (ValueError, NotFound):
+            return not_found(
+                pages,
+                request,
+                "search",
+                "No such document",
+                f"There is no document {document_id} in this brain.",
+            )
         return pages.render(
             request,
             "document.html",
             page="search",
-            document_id=document_id,
+            document_id=found.id,
             chunk=chunk,
             q=q,
             mode=mode,
@@ -86,7 +104,28 @@ def _search_pages(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/graph")
     def graph(request: Request, entity: str = "", as_of: str = "") -> Response:
+        if entity.strip():
+            try:
+                entity = brain.graph.entity(entity.strip()).name
+            except NotFound:
+                message = f"No entity named “{entity.strip()}” is in the graph."
+                return not_found(pages, request, "graph", "No such entity", message, entity=entity)
         return pages.render(request, "graph.html", page="graph", entity=entity, as_of=as_of)
+
+
+def not_found(
+    pages: Pages, request: Request, page: str, heading: str, message: str, entity: str = ""
+) -> Response:
+    """The UI's 404 page: what is missing, and where to go instead."""
+    return pages.render(
+        request,
+        "not_found.html",
+        status_code=404,
+        page=page,
+        heading=heading,
+        message=message,
+        entity=entity,
+    )
 
 
 def _info_pages(router: APIRouter, pages: Pages, brain: Brain) -> None:

@@ -38,6 +38,10 @@
 
   function content(doc, chunk) {
     const pre = document.getElementById("content");
+    if (!doc.content.trim()) {
+      pre.replaceChildren(h("span", { class: "empty" }, "This document has no text."));
+      return null;
+    }
     if (!chunk) {
       pre.replaceChildren(doc.content);
       return null;
@@ -77,8 +81,12 @@
       document.getElementById("doc-title").textContent = doc.title || doc.uri;
       document.title = `${doc.title || doc.uri} · nexusbrain`;
       document.getElementById("doc-meta").replaceChildren(...facts(doc));
-      document.getElementById("chunks").replaceChildren(...chunkList(doc, chunk));
-      document.querySelector("#history tbody").replaceChildren(...historyRows(history.revisions));
+      const chunks = chunkList(doc, chunk);
+      document.getElementById("chunks").replaceChildren(...(chunks.length ? chunks
+        : [h("li", { class: "empty" }, "No chunks: nothing in this document is searchable.")]));
+      const rows = historyRows(history.revisions);
+      document.querySelector("#history tbody").replaceChildren(...(rows.length ? rows
+        : [h("tr", {}, h("td", { class: "empty", colspan: 3 }, "No revisions recorded."))]));
       const mark = content(doc, chunk);
       status.textContent = chunk
         ? `Showing lines ${chunk.span.line_start}–${chunk.span.line_end} of ${doc.chunks.length} chunk${doc.chunks.length === 1 ? "" : "s"}.`

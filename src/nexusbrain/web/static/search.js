@@ -7,6 +7,7 @@
   const form = document.getElementById("search-form");
   const results = document.getElementById("results");
   const status = document.getElementById("search-status");
+  const empty = document.getElementById("search-empty");
   let controller = null;
   let shown = null;
 
@@ -26,6 +27,8 @@
     document.title = `${params.q ? `${params.q} · ` : ""}Search · nexusbrain`;
     if (query === shown) return;
     if (controller) controller.abort();
+    const hollow = empty.dataset.documents === "0";
+    empty.hidden = Boolean(params.q) && !hollow;
     if (!params.q) {
       shown = query;
       results.replaceChildren();
@@ -50,8 +53,19 @@
   function render(body, params) {
     const stems = NB.terms(params.q);
     const count = body.hits.length;
-    status.textContent = count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "No hits.";
-    results.replaceChildren(...body.hits.map((hit) => hitItem(hit, stems, params)));
+    status.textContent = count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "";
+    results.replaceChildren(...(count ? body.hits.map((hit, i) => hitItem(hit, stems, params, body.hits[0], i)) : [noHits(params)]));
+  }
+
+  /** What to try when nothing matched: the filters first, since they narrow every search. */
+  function noHits(params) {
+    const filters = ["domain", "path_prefix"].filter((name) => params[name]);
+    const advice = empty.dataset.documents === "0" ? "There are no documents in this brain yet."
+      : filters.length
+      ? `The ${filters.map((f) => f.replace("_", " ")).join(" and ")} filter${filters.length > 1 ? "s" : ""} may be too narrow: clear ${filters.length > 1 ? "them" : "it"} to search everything.`
+      : "Try other words, fewer words, or the tokenmax mode, which looks deeper.";
+    return h("li", { class: "empty-state no-hits" },
+      h("h2", {}, `No hits for “${params.q}”`), h("p", {}, advice));
   }
 
   function hitItem(hit, stems, params) {
