@@ -395,3 +395,22 @@ def test_a_missing_document_or_entity_is_a_404_page(live_server: LiveServer, pag
     page.get_by_label("Another entity").fill("Alice")
     page.keyboard.press("Enter")
     expect(page.locator("#outgoing")).to_contain_text("Globex")
+
+
+def test_hits_show_ranks_a_person_can_read(live_server: LiveServer, page: Page) -> None:
+    """A lone hit's fused z-score is 0 and two hits' are ±0.3: the hit says where it ranked
+    and in which lists; the raw fused score stays in the explanation (and the tooltip)."""
+    live_server.brain.ingest_markdown("# Rota\n\nThe weekly rota lives in the wiki.", uri="rota.md")
+    with live_server.client() as http:
+        raw = http.get("/search", params={"q": "weekly rota"}).json()["hits"]
+    assert len(raw) == 1
+    page.goto(f"{live_server.url}/app?q=weekly+rota")
+    rank = page.locator(".hit .meta .rank")
+    expect(rank).to_have_text(re.compile(r"^#1 · (keywords|meaning) #1(, (keywords|meaning) #1)?$"))
+    assert "score" not in page.locator(".hit .meta").inner_text()
+    score = f"{raw[0]['score']:.4f}"
+    assert (
+        rank.get_attribute("title") == f"fused score {score} ({raw[0]['trace']['fusion_method']})"
+    )
+    page.get_by_role("button", name="Why this hit?").click()
+    expect(page.locator(".explain caption")).to_contain_text(f"fused score {score}")
