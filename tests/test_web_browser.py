@@ -10,6 +10,7 @@ import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -414,3 +415,126 @@ def test_hits_show_ranks_a_person_can_read(live_server: LiveServer, page: Page) 
     )
     page.get_by_role("button", name="Why this hit?").click()
     expect(page.locator(".explain caption")).to_contain_text(f"fused score {score}")
+
+
+GEOMETRY = """svg => {
+  const num = (e, name) => Number(e.getAttribute(name));
+  const nodes = [...svg.querySelectorAll("circle[data-node]")].map((c) =>
+    ({ name: c.dataset.node, x: num(c, "cx"), y: num(c, "cy"), r: num(c, "r") }));
+  const edges = [...svg.querySelectorAll("line[data-from]")].map((l) => ({
+    from: l.dataset.from, to: l.dataset.to,
+    x1: num(l, "x1"), y1: num(l, "y1"), x2: num(l, "x2"), y2: num(l, "y2") }));
+  const labels = [...svg.querySelectorAll("text")].map((t) => {
+    const b = t.getBBox();
+    return { text: t.textContent, x: b.x, y: b.y, w: b.width, h: b.height };
+  });
+  const [, , width, height] = svg.getAttribute("viewBox").split(" ").map(Number);
+  return { nodes, edges, labels, width, height };
+}"""
+
+
+def segment_distance(px: float, py: float, edge: dict[str, float]) -> float:
+    dx, dy = edge["x2"] - edge["x1"], edge["y2"] - edge["y1"]
+    t = ((px - edge["x1"]) * dx + (py - edge["y1"]) * dy) / (dx * dx + dy * dy)
+    t = max(0.0, min(1.0, t))
+    return float(((edge["x1"] + t * dx - px) ** 2 + (edge["y1"] + t * dy - py) ** 2) ** 0.5)
+
+
+def box_circle_distance(box: dict[str, float], node: dict[str, float]) -> float:
+    x = max(box["x"], min(node["x"], box["x"] + box["w"]))
+    y = max(box["y"], min(node["y"], box["y"] + box["h"]))
+    return float(((x - node["x"]) ** 2 + (y - node["y"]) ** 2) ** 0.5)
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["x"] < b["x"] + b["w"]
+        and b["x"] < a["x"] + a["w"]
+        and a["y"] < b["y"] + b["h"]
+        and b["y"] < a["y"] + a["h"]
+    )
+
+
+def assert_readable(picture: dict[str, Any]) -> None:
+    """No edge runs through (or within 4 px of) a node it does not join; no label covers a
+    node or another label; everything inside the picture."""
+    nodes = {n["name"]: n for n in picture["nodes"]}
+    for edge in picture["edges"]:
+        for name, node in nodes.items():
+            if name not in (edge["from"], edge["to"]):
+                gap = segment_distance(node["x"], node["y"], edge)
+                assert gap > node["r"] + 4, (edge["from"], edge["to"], name, gap)
+    labels = picture["labels"]
+    for n, label in enumerate(labels):
+        for node in nodes.values():
+            assert box_circle_distance(label, node) > node["r"], (label["text"], node["name"])
+        for other in labels[n + 1 :]:
+            assert not overlap(label, other), (label["text"], other["text"])
+        assert label["x"] >= 0 and label["x"] + label["w"] <= picture["width"], label
+        assert label["y"] >= 0 and label["y"] + label["h"] <= picture["height"], label
+
+
+CROSSING = [  # two diagonals across a hub's square: on rings, a→c and b→d cross the hub
+    ("hub", "links", "north"),
+    ("hub", "links", "east"),
+    ("hub", "links", "south"),
+    ("hub", "links", "west"),
+    ("north", "faces", "south"),
+    ("east", "faces", "west"),
+    ("north", "borders", "east"),
+    ("south", "supplies", "a-rather-long-entity-name"),
+    ("hub", "reports_to", "north"),  # a second type on one pair shares its line
+]
+
+
+def test_graph_layout_keeps_edges_and_labels_readable(live_server: LiveServer, page: Page) -> None:
+    for subject, kind, target in CROSSING:
+        live_server.brain.graph.relate(subject, kind, target)
+    page.goto(f"{live_server.url}/app/graph?entity=hub")
+    svg = page.locator("#network svg")
+    expect(svg.locator("circle")).to_have_count(6)
+    picture = svg.evaluate(GEOMETRY)
+    assert len(picture["edges"]) == 8  # hub–north once, labelled with both types
+    texts = {label["text"] for label in picture["labels"]}
+    assert {"hub", "north", "east", "south", "west", "faces", "borders"} <= texts
+    assert "links, reports_to" in texts and "a-rather-long-ent…" in texts
+    assert_readable(picture)
+    page.reload()
+    assert svg.evaluate(GEOMETRY) == picture  # the same graph, the same picture
+
+
+DRAW = """triples => {
+  const names = [...new Set(triples.flatMap(([a, , b]) => [a, b]))];
+  const nodes = names.map((name, i) => ({ name, depth: i === 0 ? 0 : 1 }));
+  const edges = triples.map(([from, text, to]) => ({ from, to, text }));
+  const measure = (text, kind) => text.length * (kind === "edge" ? 6 : 7) + 4;
+  const out = GraphLayout.layout(nodes, edges, measure);
+  const boxes = [...out.nodes, ...out.edges].map((item) => item.label).filter(Boolean);
+  const line = (e) => ({ from: e.from, to: e.to, x1: e.a.x, y1: e.a.y, x2: e.b.x, y2: e.b.y });
+  return {
+    width: out.width, height: out.height,
+    nodes: out.nodes.map(({ name, x, y, r }) => ({ name, x, y, r })),
+    edges: out.edges.map(line),
+    labels: boxes.map(({ text, x, y, w, h }) => ({ text, x, y, w, h })),
+    shown: boxes.length, total: out.nodes.length + out.edges.length,
+  };
+}"""
+
+
+def test_graph_layout_holds_for_other_small_graphs(live_server: LiveServer, page: Page) -> None:
+    """Stars, a cycle with chords, and a two-level tree, drawn by the page's own layout."""
+    live_server.brain.graph.relate("seed", "is", "here")
+    page.goto(f"{live_server.url}/app/graph?entity=seed")
+    expect(page.locator("#network svg circle")).to_have_count(2)
+    shapes = {
+        "star": [("c", "r", f"s{i}") for i in range(9)],
+        "wheel": [("c", "r", f"w{i}") for i in range(6)]
+        + [(f"w{i}", "next", f"w{(i + 1) % 6}") for i in range(6)]
+        + [("w0", "across", "w3"), ("w1", "across", "w4")],
+        "tree": [("c", "r", f"t{i}") for i in range(3)]
+        + [(f"t{i}", "has", f"t{i}{j}") for i in range(3) for j in range(3)],
+    }
+    for name, triples in shapes.items():
+        picture = page.evaluate(DRAW, triples)
+        assert_readable(picture)
+        assert picture["shown"] >= 0.8 * picture["total"], (name, picture["shown"])
