@@ -104,7 +104,7 @@ def test_first_load_of_app_is_at_most_50_kb_compressed(live_server: LiveServer) 
         sizes["/app"] = page.num_bytes_downloaded
         assert page.headers["content-encoding"] == "gzip"
         urls = assets_of(page.text)
-        assert len(urls) == 3  # app.css, app.js, search.js
+        assert len(urls) == 4  # app.css, app.js, markdown.js, search.js
         for url in urls:
             asset = http.get(url)
             assert asset.status_code == 200 and asset.headers["content-encoding"] == "gzip"

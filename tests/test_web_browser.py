@@ -18,6 +18,7 @@ import pytest
 from nexusbrain.api.guard import ServerSettings
 from nexusbrain.bench.envelopes import Envelope
 from nexusbrain.brain import Brain
+from nexusbrain.web import markdown
 
 from .conftest import LiveServer, free_port, start_server
 from .test_web import write_compare_files
@@ -117,8 +118,11 @@ def test_search_explain_and_open_the_span(live_server: LiveServer, page: Page) -
     expect(span).to_be_visible()
     chunk_id = int(parse_qs(urlsplit(page.url).query)["chunk"][0])
     chunk = next(c for c in live_server.brain.document_chunks(ledger) if c.id == chunk_id)
-    assert span.inner_text() == chunk.text
     assert "ledger drift" in chunk.text
+    # rendered: the chunk's heading and paragraph, highlighted as blocks
+    highlighted = page.locator("#content .span")
+    assert highlighted.all_inner_texts() == ["Reconciliation", chunk.text.split("\n\n")[1]]
+    expect(page.locator("#content h4", has_text="Reconciliation")).to_have_class("span")
     assert page.evaluate("window.scrollY") > 0  # it had to scroll to get there
     box = span.bounding_box()
     assert box is not None and box["y"] < 800 and box["y"] + box["height"] > 0  # in view
@@ -126,6 +130,14 @@ def test_search_explain_and_open_the_span(live_server: LiveServer, page: Page) -
     assert background not in ("rgba(0, 0, 0, 0)", "transparent")
     expect(page.locator("#chunks a[aria-current=true]")).to_have_count(1)
     expect(page.locator("#history tbody tr")).to_have_count(1)
+    # the source: the chunk's exact characters
+    page.get_by_role("button", name="Show the markdown source").click()
+    exact = page.locator("#source-span")
+    expect(exact).to_be_visible()
+    assert exact.inner_text() == chunk.text
+    expect(page.locator("#content")).to_be_hidden()
+    page.get_by_role("button", name="Show it rendered").click()
+    expect(span).to_be_visible()
 
 
 def test_a_search_link_reloads_the_same_search(live_server: LiveServer, page: Page) -> None:
@@ -194,14 +206,25 @@ def test_keyboard_reaches_the_search_box_and_submits(live_server: LiveServer, pa
     assert page.evaluate("document.activeElement.id") == "q"
 
 
+WIDE = (  # a long code line, a long word and a wide table: each must scroll in its own box
+    "# Wide\n\n```\n" + "x = 1; " * 60 + "\n```\n\n" + "averyveryverylongword" * 8 + "\n\n"
+    "| column | another column | a third column |\n| --- | --- | --- |\n"
+    "| " + "cell text " * 12 + " | b | c |\n"
+)
+
+
 def test_pages_fit_a_phone_screen(live_server: LiveServer, browser: Browser) -> None:
     ledger = seed(live_server.brain)
+    wide = live_server.brain.ingest_markdown(WIDE, uri="notes/wide.md").document_id
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     phone = context.new_page()
     url = live_server.url
     checks = {
         f"{url}/app?q=ledger+drift": ".hit .explain-toggle",
         f"{url}/app/doc/{ledger}": "#chunks li",
+        f"{url}/app/doc/{wide}": "#content pre",
+        f"{url}/app?q=averyveryverylongword+cell+text": ".hit .snippet",
+        f"{url}/docs": "#get-search",
         f"{url}/app/graph?entity=alice": "#network svg",
         f"{url}/app/evals": "h1",
         f"{url}/app/status": "#stats dt",
@@ -538,3 +561,85 @@ def test_graph_layout_holds_for_other_small_graphs(live_server: LiveServer, page
         picture = page.evaluate(DRAW, triples)
         assert_readable(picture)
         assert picture["shown"] >= 0.8 * picture["total"], (name, picture["shown"])
+
+
+HOSTILE = (
+    "# Release <script>window.pwned = 1</script>\n\n"
+    "The **rollback** steps: see [the runbook](javascript:window.pwned=2) and "
+    "![diagram](http://example.invalid/x.png) for the *canary* plan. "
+    '<img src=x onerror="window.pwned=3"> "><svg onload="window.pwned=4">\n\n'
+    "| step | owner |\n| --- | ---: |\n| `<b>drain</b>` | ops |\n\n"
+    "```\n<iframe src=javascript:window.pwned=5></iframe>\n```\n\n"
+    "> quoted <a href=javascript:window.pwned=6>link</a>\n"
+)
+ELEMENTS = "root => [...root.querySelectorAll('*')].map((e) => e.localName)"
+ALLOWED = {"h3", "h4", "h5", "h6", "p", "strong", "em", "code", "pre", "mark", "div", "table"}
+ALLOWED |= {"thead", "tbody", "tr", "th", "td", "blockquote", "ul", "ol", "li", "hr"}
+
+
+def test_snippets_and_documents_render_hostile_markdown_safely(
+    live_server: LiveServer, page: Page
+) -> None:
+    seed(live_server.brain)
+    doc = live_server.brain.ingest_markdown(HOSTILE, uri="notes/hostile.md").document_id
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(f"{live_server.url}/app?q=rollback+canary+runbook")
+    hit = page.locator(".hit", has=page.locator(".path", has_text="notes/hostile.md")).first
+    snippet = hit.locator(".snippet")
+    expect(snippet.locator("strong", has_text="rollback")).to_be_visible()
+    expect(snippet.locator("em", has_text="canary")).to_be_visible()
+    expect(snippet.locator("mark", has_text="rollback")).to_be_visible()  # terms still marked
+    expect(snippet).to_contain_text('<img src=x onerror="window.pwned=3">')  # as text
+    assert set(snippet.evaluate(ELEMENTS)) <= ALLOWED | {"h2"}
+    assert "see the runbook and" in snippet.inner_text()  # the link as its text, no URL
+    assert "javascript:window.pwned=2" not in snippet.inner_text()
+
+    page.goto(f"{live_server.url}/app/doc/{doc}")
+    content = page.locator("#content")
+    expect(content.locator("h3")).to_have_text("Release <script>window.pwned = 1</script>")
+    expect(content.locator("td code")).to_have_text("<b>drain</b>")
+    expect(content.locator("pre code")).to_contain_text("<iframe src=javascript:")
+    expect(content.locator("blockquote")).to_contain_text("<a href=javascript:")
+    assert set(content.evaluate(ELEMENTS)) <= ALLOWED
+    assert page.evaluate("window.pwned") is None and dialogs == []
+
+
+MARKDOWN_CASES = [
+    "# Title\n\nA paragraph\nover two lines with `a<b` and **bold** and *em* and _em_.",
+    "| name | value |\n|:---|---:|\n| x \\| y | 1.0 |\n| `q` | **2** |",
+    "- one\n- two\n  wrapped\n\n1. first\n2) second\n\n```\n<raw> & code\n```",
+    "---\ntitle: x\ntags: [a]\n---\n## After front matter\n\n***\n\n> quote **b**\n> - item",
+    "<img src=x onerror=alert(1)> [x](javascript:alert(1)) [ok](https://a.b/c) ![alt](i.png)",
+    "snake_case_name 2*3*4 `open\n\n#### <b>h</b> ####\n\n###### deep",
+    HOSTILE,
+]
+
+
+def test_the_browser_renders_markdown_as_the_server_does(
+    live_server: LiveServer, page: Page
+) -> None:
+    """static/markdown.js against web/markdown.py: the same elements and text."""
+    page.goto(f"{live_server.url}/app")
+    for text in MARKDOWN_CASES:
+        for shift in (0, 2):
+            expected = str(markdown.render(text, heading_shift=shift))
+            got = page.evaluate(
+                """([text, shift, expected]) => {
+                  const normal = (root) => {
+                    for (const node of [...root.querySelectorAll("*"), root]) {
+                      for (const child of [...node.childNodes]) {
+                        const blank = child.nodeType === 3 && !child.data.trim();
+                        if (blank && !node.closest("pre")) child.remove();
+                      }
+                    }
+                    return root.innerHTML;
+                  };
+                  const mine = document.createElement("div");
+                  mine.append(MD.render(text, { headingShift: shift }));
+                  const theirs = new DOMParser().parseFromString(expected, "text/html").body;
+                  return [normal(mine), normal(theirs)];
+                }""",
+                [text, shift, expected],
+            )
+            assert got[0] == got[1], text

@@ -80,6 +80,13 @@
     return `#${hit.rank}${lists.length ? ` · ${lists.join(", ")}` : ""}${rerank}`;
   }
 
+  /** The hit's text around its first query term, as rendered markdown with the terms marked. */
+  function snippet(text, stems) {
+    const cut = NB.lineExcerpt(text, stems);
+    const classes = ["snippet", "markdown", cut.before ? "cut-before" : "", cut.after ? "cut-after" : ""];
+    return h("div", { class: classes.filter(Boolean).join(" ") }, MD.markTerms(MD.render(cut.text, { headingShift: 2 }), stems));
+  }
+
   function hitItem(hit, stems, params) {
     const link = `/app/doc/${hit.document_id}?${new URLSearchParams({ chunk: hit.chunk_id, q: params.q, mode: params.mode || "" })}`;
     const panelId = `explain-${hit.chunk_id}`;
@@ -103,7 +110,7 @@
         ` · lines ${span.line_start}–${span.line_end}`,
         hit.heading_path.length ? ` · ${hit.heading_path.join(" › ")}` : "",
         " · ", h("span", { class: "rank", title: `fused score ${NB.number(hit.score, 4)} (${hit.trace.fusion_method || "one list"})` }, rankText(hit))),
-      h("p", { class: "snippet" }, NB.marked(NB.excerpt(hit.text, stems), stems)),
+      snippet(hit.text, stems),
       h("p", { class: "actions" }, toggle, h("a", { href: link }, "Open the document at this span")),
       panel);
   }
