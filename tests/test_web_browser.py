@@ -643,3 +643,23 @@ def test_the_browser_renders_markdown_as_the_server_does(
                 [text, shift, expected],
             )
             assert got[0] == got[1], text
+
+
+def test_graph_is_drawn_at_phone_size_not_shrunk(live_server: LiveServer, browser: Browser) -> None:
+    for subject, kind, target in CROSSING:
+        live_server.brain.graph.relate(subject, kind, target)
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    phone = context.new_page()
+    try:
+        phone.goto(f"{live_server.url}/app/graph?entity=hub")
+        svg = phone.locator("#network svg")
+        expect(svg.locator("circle")).to_have_count(6)
+        picture = svg.evaluate(GEOMETRY)
+        assert picture["width"] < 400 and picture["height"] > picture["width"]
+        shown = svg.evaluate("e => e.getBoundingClientRect().width / e.viewBox.baseVal.width")
+        assert shown > 0.95  # 12 px labels stay 12 px
+        assert_readable(picture)
+        assert len(picture["labels"]) >= 0.8 * (6 + 8)
+        assert no_horizontal_scroll(phone)
+    finally:
+        context.close()

@@ -112,18 +112,29 @@
     };
   }
 
+  /** The picture's size in CSS pixels: as wide as its box (640 at most), so that its text is
+      never scaled down; taller than wide on a phone. */
+  function size(holder, count) {
+    const width = Math.round(Math.max(300, Math.min(640, holder.clientWidth || 640)));
+    if (width < 520) return [width, Math.round(width * (count > 14 ? 1.6 : 1.25))];
+    return [width, count > 14 ? 560 : 440];
+  }
+
+  let drawnFor = null; // the last walk drawn, to draw again when the box changes width
+
   function network(walk, incoming) {
+    drawnFor = [walk, incoming];
     const { nodes, edges } = neighbourhood(walk, incoming);
-    const height = nodes.length > 14 ? 560 : 440;
+    const holder = document.getElementById("network");
+    const [width, height] = size(holder, nodes.length);
     const names = nodes.slice(1).map((n) => n.name).join(", ");
     const picture = svg("svg", {
-      viewBox: `0 0 640 ${height}`, role: "img",
+      viewBox: `0 0 ${width} ${height}`, role: "img", "data-width": width,
       "aria-label": `${walk.from.name} and its neighbourhood: ${names || "no neighbours"}`,
     });
-    const holder = document.getElementById("network");
     holder.replaceChildren(picture);
     const measure = measurer(picture);
-    const drawn = GraphLayout.layout(nodes, edges, measure, 640, height);
+    const drawn = GraphLayout.layout(nodes, edges, measure, width, height);
     picture.replaceChildren(svg("defs", {}, svg("marker", {
       id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse",
     }, svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "currentColor" }))));
@@ -222,6 +233,11 @@
     }
   }
 
+  window.addEventListener("resize", NB.debounce(() => {
+    const picture = document.querySelector("#network svg");
+    const holder = document.getElementById("network");
+    if (drawnFor && picture && Math.abs(Number(picture.dataset.width) - size(holder, 0)[0]) > 40) network(...drawnFor);
+  }, 200));
   dateInput.addEventListener("change", show);
   slider.addEventListener("input", () => {
     const index = Number(slider.value);

@@ -107,17 +107,21 @@ const GraphLayout = (() => {
     }
   }
 
-  /** Scale into the drawing, keeping the shape, then centre it. */
+  /** Scale into the drawing and centre it: each axis to fill its side (room kept for labels),
+      the two scales at most twice each other, so a wide layout also fills a phone's tall box. */
   function fit(nodes, width, height) {
     const xs = nodes.map((n) => n.x);
     const ys = nodes.map((n) => n.y);
     const [left, right, top, bottom] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
-    const scale = Math.min((width - 2 * MARGIN - 80) / Math.max(right - left, 1), (height - 2 * MARGIN - 30) / Math.max(bottom - top, 1), 1.6);
-    const ox = (width - scale * (right - left)) / 2;
-    const oy = (height - scale * (bottom - top)) / 2;
+    let sx = Math.min((width - 2 * MARGIN - 80) / Math.max(right - left, 1), 3);
+    let sy = Math.min((height - 2 * MARGIN - 30) / Math.max(bottom - top, 1), 3);
+    sx = Math.min(sx, 2 * sy);
+    sy = Math.min(sy, 2 * sx);
+    const ox = (width - sx * (right - left)) / 2;
+    const oy = (height - sy * (bottom - top)) / 2;
     for (const n of nodes) {
-      n.x = ox + (n.x - left) * scale;
-      n.y = oy + (n.y - top) * scale;
+      n.x = ox + (n.x - left) * sx;
+      n.y = oy + (n.y - top) * sy;
     }
   }
 
