@@ -300,7 +300,7 @@ def test_evals_page_says_which_runs_are_logged(
     with live_server.client() as http:
         logged = http.get("/app/evals").text
     assert "1 run in the results log." in logged and "brainbench" in logged
-    assert f"--output {tmp_path / '.nexusbrain-evals'}/compare-report.md" in logged
+    assert f"--output {tmp_path / '.nexusbrain-evals'}/compare-report.md \\\n" in logged
 
 
 def test_evals_dir_is_env_then_git_root_then_cwd(tmp_path: Path) -> None:
