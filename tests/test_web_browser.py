@@ -15,9 +15,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from nexusbrain.api.guard import ServerSettings
-from nexusbrain.bench.envelopes import Envelope
 from nexusbrain.brain import Brain
+from nexusbrain.config import ServerSettings
+from nexusbrain.envelopes import Envelope
 from nexusbrain.web import markdown
 
 from .conftest import LiveServer, free_port, start_server

@@ -95,7 +95,7 @@ const NB = (() => {
   }
 
   /** A size in the units the envelopes use: binary (KiB, MiB, GiB) for the database,
-      decimal (kB, MB, GB) for memory, as bench/envelopes.py defines its limits. */
+      decimal (kB, MB, GB) for memory, as envelopes.py defines its limits. */
   function bytes(n, decimal = false) {
     const base = decimal ? 1000 : 1024;
     const units = decimal ? ["B", "kB", "MB", "GB", "TB"] : ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -4,7 +4,7 @@
 (() => {
   const { h } = NB;
   const status = document.getElementById("stats-status");
-  // What each envelope limit measures, and how its figures read (bench/envelopes.py).
+  // What each envelope limit measures, and how its figures read (envelopes.py).
   const LIMITS = {
     documents: { label: "Documents", show: (n) => n.toLocaleString("en") },
     db_bytes: { label: "Database size", show: (n) => NB.bytes(n) },
