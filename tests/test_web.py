@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from nexusbrain.cli.main import cli
 from nexusbrain.config import evals_dir
+from nexusbrain.evals.results_log import append_records
 from nexusbrain.web import markdown
+from nexusbrain.web.api_docs import anchor, type_of
+from nexusbrain.web.assets import STATIC_PATH as STATIC
 from nexusbrain.web.eval_files import read_eval_files
+from nexusbrain.web.eval_intervals import report_intervals
 from nexusbrain.web.login import TOKEN_COOKIE, safe_next
 
 from .conftest import LiveServer
+from .test_eval_sweep import _three_modes
 
 PAGES = ["/app", "/app/doc/1", "/app/graph?entity=alice", "/app/evals", "/app/status"]
 MAX_FIRST_LOAD = 50 * 1024  # the issue's budget for the first load of /app, compressed
@@ -27,8 +36,15 @@ def assets_of(html: str) -> list[str]:
     return re.findall(r'<(?:link rel="stylesheet"|script|img)[^>]* (?:href|src)="([^"]+)"', html)
 
 
+def seed_one(live_server: LiveServer) -> None:
+    """Document 1 and the entity alice, which two of PAGES show."""
+    live_server.brain.ingest_markdown("# Deploys\n\nWe deploy on Tuesdays.", uri="deploy.md")
+    live_server.brain.graph.relate("alice", "works_at", "Acme")
+
+
 @pytest.mark.parametrize("path", PAGES)
 def test_pages_are_served_locked_down(live_server: LiveServer, path: str) -> None:
+    seed_one(live_server)
     with live_server.client() as http:
         response = http.get(path)
     assert response.status_code == 200
@@ -42,6 +58,44 @@ def test_pages_are_served_locked_down(live_server: LiveServer, path: str) -> Non
         assert url.startswith("/app/") and not url.startswith("//"), url  # nothing external
 
 
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("/app/doc/999", "There is no document 999 in this brain."),
+        ("/app/doc/abc", "There is no document abc in this brain."),
+        ("/app/graph?entity=nobody", "No entity named “nobody” is in the graph."),
+        ("/app/nowhere/at/all", "The web UI has no page /app/nowhere/at/all."),
+    ],
+)
+def test_missing_things_get_a_404_page(live_server: LiveServer, path: str, says: str) -> None:
+    seed_one(live_server)
+    with live_server.client() as http:
+        response = http.get(path)
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+    html = response.text
+    assert says in html and '<p class="code">404</p>' in html
+    assert 'href="/app">Back to the search</a>' in html
+    assert 'id="content"' not in html and 'id="as-of-slider"' not in html  # no empty shell
+
+
+def test_an_entity_is_found_whatever_its_case(live_server: LiveServer) -> None:
+    seed_one(live_server)
+    with live_server.client() as http:
+        response = http.get("/app/graph", params={"entity": "ALICE"})
+    assert response.status_code == 200 and 'id="entity-name">alice<' in response.text
+
+
+def test_an_empty_brain_says_how_to_fill_it(live_server: LiveServer) -> None:
+    with live_server.client() as http:
+        empty = http.get("/app").text
+        seed_one(live_server)
+        filled = http.get("/app").text
+    assert "<h2>This brain is empty</h2>" in empty and "nexusbrain ingest-dir" in empty
+    assert "Search 1 document (1 chunk) by words or meaning." in filled
+
+
 def test_first_load_of_app_is_at_most_50_kb_compressed(live_server: LiveServer) -> None:
     """What a browser fetches to show /app: the HTML, its stylesheet and its scripts."""
     sizes = {}
@@ -50,7 +104,7 @@ def test_first_load_of_app_is_at_most_50_kb_compressed(live_server: LiveServer) 
         sizes["/app"] = page.num_bytes_downloaded
         assert page.headers["content-encoding"] == "gzip"
         urls = assets_of(page.text)
-        assert len(urls) == 3  # app.css, app.js, search.js
+        assert len(urls) == 4  # app.css, app.js, markdown.js, search.js
         for url in urls:
             asset = http.get(url)
             assert asset.status_code == 200 and asset.headers["content-encoding"] == "gzip"
@@ -163,9 +217,90 @@ def test_evals_page_without_files_says_so(
     with live_server.client() as http:
         html = http.get("/app/evals").text
         plot = http.get("/app/evals/plot")
-    assert "No comparison report yet" in html and "No runs in" in html
+    assert "No comparison report in this folder yet" in html and "No runs in" in html
     assert "<img" not in html
     assert plot.status_code == 404 and "eval compare" in plot.json()["error"]["message"]
+
+
+def write_compare_files(folder: Path) -> str:
+    """The results log of three modes, and the report and plot `eval compare` writes."""
+    log = folder / "eval-results.jsonl"
+    append_records(log, _three_modes())
+    report, plot = folder / "compare-report.md", folder / "compare-plot.svg"
+    args = [
+        "eval",
+        "compare",
+        "--results",
+        str(log),
+        "--output",
+        str(report),
+        "--resamples",
+        "1000",
+    ]
+    if importlib.util.find_spec("matplotlib") is not None:
+        args += ["--plot", str(plot)]
+    done = CliRunner().invoke(cli, args, env={"BRAIN_EMBEDDER": "hashing"})
+    assert done.exit_code == 0, done.output
+    return report.read_text(encoding="utf-8")
+
+
+def test_report_intervals_are_read_from_the_bootstrap_tables(tmp_path: Path) -> None:
+    (suite,) = report_intervals(write_compare_files(tmp_path))
+    assert suite.suite == "locomo" and len(suite.intervals) == 12
+    first = suite.intervals[0]
+    assert (first.metric, first.comparison) == ("recall@5", "balanced − conservative")
+    assert first.low <= first.mean <= first.high
+    assert {i.verdict_class for i in suite.intervals} <= {"tie", "not", "significant"}
+    assert suite.low < min(i.low for i in suite.intervals) and suite.low < 0
+    assert suite.high > max(i.high for i in suite.intervals)
+    assert suite.at(suite.low) == 0 and suite.at(suite.high) == 100
+    assert 0.0 in suite.ticks() and all(suite.low <= t <= suite.high for t in suite.ticks())
+    assert report_intervals("| metric | comparison |\n| --- | --- |\n| a | b |\n") == ()
+
+
+def test_evals_page_draws_the_reports_intervals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live_server: LiveServer
+) -> None:
+    write_compare_files(tmp_path)
+    monkeypatch.setenv("BRAIN_EVALS_DIR", str(tmp_path))
+    with live_server.client() as http:
+        html = http.get("/app/evals").text
+    assert html.count('<li class="verdict-') == 12
+    assert html.count('<li class="verdict-significant">') >= 4  # tokenmax's, at least
+    assert "<strong>locomo</strong>: each comparison" in html
+    assert "3 runs in the results log." in html
+    if (tmp_path / "compare-plot.svg").exists():
+        assert '<a href="/app/evals/plot?v=' in html and "<img" not in html  # drawn, linked
+
+
+def test_evals_page_says_which_runs_are_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live_server: LiveServer
+) -> None:
+    """What the page claims, checked against the commands: a plain `eval` and `eval judged`
+    log nothing; `eval run-all` logs each run; the page counts exactly those."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BRAIN_EVALS_DIR", raising=False)
+    runner, env = CliRunner(), {"BRAIN_EMBEDDER": "hashing"}
+    smoke = Path(__file__).parent / "data" / "smoke"
+    judged = [str(smoke / "judged.md"), "--corpus", str(smoke / "docs")]
+    for args in (["eval", *judged], ["eval", "judged", *judged]):
+        assert runner.invoke(cli, args, env=env).exit_code == 0
+    log = tmp_path / ".nexusbrain-evals" / "eval-results.jsonl"
+    assert not log.exists()
+    with live_server.client() as http:
+        empty = http.get("/app/evals").text
+    assert "No runs in <code>.nexusbrain-evals/eval-results.jsonl</code> yet" in empty
+    assert "Only <code>nexusbrain eval run-all</code> writes the results log" in empty
+    assert "Every <code>nexusbrain eval</code> run is logged" not in empty
+    sweep = ["eval", "run-all", "--suites", "brainbench", "--budget-usd-retrieval", "5"]
+    done = runner.invoke(cli, sweep, env=env)
+    assert done.exit_code == 0, done.output
+    assert len(log.read_text().splitlines()) == 1
+    with live_server.client() as http:
+        logged = http.get("/app/evals").text
+    assert "1 run in the results log." in logged and "brainbench" in logged
+    assert f"--output {tmp_path / '.nexusbrain-evals'}/compare-report.md \\\n" in logged
 
 
 def test_evals_dir_is_env_then_git_root_then_cwd(tmp_path: Path) -> None:
@@ -304,3 +439,50 @@ def test_web_never_imports_the_other_interfaces() -> None:
             assert name not in ("nexusbrain.api", "nexusbrain.cli", "nexusbrain.mcp_server"), (
                 f"{path.name} imports {name}"
             )
+
+
+# the API's reference at /docs
+
+
+def test_docs_page_lists_every_route_with_nothing_from_elsewhere(live_server: LiveServer) -> None:
+    with live_server.client() as http:
+        spec = http.get("/openapi.json").json()
+        page = http.get("/docs")
+        assert http.get("/redoc").status_code == 404  # its scripts came from a CDN too
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    html = page.text
+    assert "<script" not in html.replace(f'<script src="{STATIC}', "")  # no script of its own
+    for url in re.findall(r'(?:href|src)="([^"#]+)"', html):
+        assert url.startswith(("/", "data:")), url  # nothing from another host
+    for path, item in spec["paths"].items():
+        for method in item:
+            assert f'id="{anchor(method, path)}"' in html, (method, path)
+    assert '<a href="#schema-RecallIn">RecallIn</a>' in html  # a body links to its schema
+    assert "integer, 1 to 1,000" in html  # constraints in words
+    assert "HTTPValidationError" not in html  # errors come in this server's one shape
+    assert f"curl &#39;{live_server.url}/search?q=…&#39;" in html
+    assert 'aria-current="page">API<' in html
+
+
+def test_docs_page_says_how_to_send_the_token(token_server: LiveServer) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with token_server.client(headers=headers) as http:
+        html = http.get("/docs").text
+    assert "send <code>Authorization: Bearer $BRAIN_API_TOKEN</code>" in html
+    assert "curl -H &#34;Authorization: Bearer $BRAIN_API_TOKEN&#34;" in html
+    assert TOKEN not in html
+
+
+def test_api_docs_types_read_as_words() -> None:
+    def words(schema: dict[str, object]) -> str:
+        return str(type_of(schema))
+
+    assert words({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}) == (
+        "integer, at least 1"
+    )
+    assert words({"type": "array", "items": {"$ref": "#/components/schemas/TurnIn"}}) == (
+        'array of <a href="#schema-TurnIn">TurnIn</a>'
+    )
+    assert words({"enum": ["a", "<b>"]}) == "one of <code>a</code>, <code>&lt;b&gt;</code>"
+    assert anchor("get", "/documents/{document_id}/history") == "get-documents-document_id-history"

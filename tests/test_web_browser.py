@@ -5,16 +5,23 @@ Skipped, with the reason, when Chromium or Playwright is missing; `.ci/run` inst
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from nexusbrain.brain import Brain
+from nexusbrain.config import ServerSettings
+from nexusbrain.envelopes import Envelope
+from nexusbrain.web import markdown
 
-from .conftest import LiveServer
+from .conftest import LiveServer, free_port, start_server
+from .test_web import write_compare_files
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -111,8 +118,11 @@ def test_search_explain_and_open_the_span(live_server: LiveServer, page: Page) -
     expect(span).to_be_visible()
     chunk_id = int(parse_qs(urlsplit(page.url).query)["chunk"][0])
     chunk = next(c for c in live_server.brain.document_chunks(ledger) if c.id == chunk_id)
-    assert span.inner_text() == chunk.text
     assert "ledger drift" in chunk.text
+    # rendered: the chunk's heading and paragraph, highlighted as blocks
+    highlighted = page.locator("#content .span")
+    assert highlighted.all_inner_texts() == ["Reconciliation", chunk.text.split("\n\n")[1]]
+    expect(page.locator("#content h4", has_text="Reconciliation")).to_have_class("span")
     assert page.evaluate("window.scrollY") > 0  # it had to scroll to get there
     box = span.bounding_box()
     assert box is not None and box["y"] < 800 and box["y"] + box["height"] > 0  # in view
@@ -120,6 +130,14 @@ def test_search_explain_and_open_the_span(live_server: LiveServer, page: Page) -
     assert background not in ("rgba(0, 0, 0, 0)", "transparent")
     expect(page.locator("#chunks a[aria-current=true]")).to_have_count(1)
     expect(page.locator("#history tbody tr")).to_have_count(1)
+    # the source: the chunk's exact characters
+    page.get_by_role("button", name="Show the markdown source").click()
+    exact = page.locator("#source-span")
+    expect(exact).to_be_visible()
+    assert exact.inner_text() == chunk.text
+    expect(page.locator("#content")).to_be_hidden()
+    page.get_by_role("button", name="Show it rendered").click()
+    expect(span).to_be_visible()
 
 
 def test_a_search_link_reloads_the_same_search(live_server: LiveServer, page: Page) -> None:
@@ -188,14 +206,25 @@ def test_keyboard_reaches_the_search_box_and_submits(live_server: LiveServer, pa
     assert page.evaluate("document.activeElement.id") == "q"
 
 
+WIDE = (  # a long code line, a long word and a wide table: each must scroll in its own box
+    "# Wide\n\n```\n" + "x = 1; " * 60 + "\n```\n\n" + "averyveryverylongword" * 8 + "\n\n"
+    "| column | another column | a third column |\n| --- | --- | --- |\n"
+    "| " + "cell text " * 12 + " | b | c |\n"
+)
+
+
 def test_pages_fit_a_phone_screen(live_server: LiveServer, browser: Browser) -> None:
     ledger = seed(live_server.brain)
+    wide = live_server.brain.ingest_markdown(WIDE, uri="notes/wide.md").document_id
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     phone = context.new_page()
     url = live_server.url
     checks = {
         f"{url}/app?q=ledger+drift": ".hit .explain-toggle",
         f"{url}/app/doc/{ledger}": "#chunks li",
+        f"{url}/app/doc/{wide}": "#content pre",
+        f"{url}/app?q=averyveryverylongword+cell+text": ".hit .snippet",
+        f"{url}/docs": "#get-search",
         f"{url}/app/graph?entity=alice": "#network svg",
         f"{url}/app/evals": "h1",
         f"{url}/app/status": "#stats dt",
@@ -236,3 +265,401 @@ def test_sign_in_with_the_token(token_server: LiveServer, page: Page) -> None:
     assert "/app?q=ledger+drift&" in page.url  # back where it started
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_label("API token")).to_be_visible()
+
+
+def offline(page: Page, server: str) -> list[str]:
+    """Cut `page` off from every host but `server`; returns the requests it refused."""
+    refused: list[str] = []
+
+    def route(request: playwright_api.Route) -> None:
+        if request.request.url.startswith((server, "data:")):
+            request.continue_()
+        else:
+            refused.append(request.request.url)
+            request.abort("internetdisconnected")
+
+    page.context.route("**/*", route)
+    return refused
+
+
+def test_api_docs_work_with_the_network_off(live_server: LiveServer, page: Page) -> None:
+    refused = offline(page, live_server.url)
+    page.goto(f"{live_server.url}/docs")
+    page.wait_for_load_state("networkidle")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("HTTP API")
+    with live_server.client() as http:
+        spec = http.get("/openapi.json").json()
+    count = sum(len(item) for item in spec["paths"].values())
+    expect(page.locator("article.operation")).to_have_count(count)
+    search = page.locator("#get-search")
+    expect(search.locator("tbody th").first).to_contain_text("q")
+    page.get_by_role("link", name="POST /recall").click()
+    expect(page.locator("#post-recall")).to_be_in_viewport()
+    page.locator("#post-recall").get_by_role("link", name="RecallIn").click()
+    expect(page.locator("#schema-RecallIn")).to_be_in_viewport()
+    assert refused == []
+
+
+RAW_KEYS = ("db_bytes", "rss_bytes", "p95_ms", "retired_documents")
+
+
+def test_status_page_says_what_each_limit_is(live_server: LiveServer, page: Page) -> None:
+    page.goto(f"{live_server.url}/app/status")
+    envelope = page.locator("#envelope")
+    rss = envelope.locator("[data-limit=rss_bytes]")
+    expect(rss).to_contain_text("Server memory (RSS)")
+    expect(rss).to_contain_text(
+        re.compile(r"^Server memory \(RSS\)\d+ MB of the desktop envelope's 512 MB limit \(\d+%\)$")
+    )
+    expect(envelope.locator("[data-limit=db_bytes]")).to_contain_text(
+        "of the desktop envelope's 2 GiB limit"
+    )
+    expect(envelope.locator("[data-limit=p95_ms]")).to_contain_text("not measured yet")
+    expect(envelope).to_contain_text("Within every limit.")
+    text = page.locator("main").inner_text()
+    assert not [key for key in RAW_KEYS if key in text], text
+
+
+def test_status_page_names_a_broken_limit(brain: Brain, page: Page) -> None:
+    tiny = Envelope("tiny", documents=1, db_bytes=1024, rss_bytes=1_000_000, p95_ms=1.0)
+    settings = ServerSettings(port=free_port(), envelope=tiny)
+    server, thread = start_server(brain, settings)
+    try:
+        seed(brain)
+        page.goto(f"http://127.0.0.1:{settings.port}/app/status")
+        rss = page.locator("#envelope [data-limit=rss_bytes]")
+        expect(rss).to_contain_text("of the tiny envelope's 1 MB limit")
+        expect(rss).to_contain_text(": over it")
+        expect(rss).to_have_class("breach")
+        expect(page.locator("#envelope")).to_contain_text("Over a limit.")
+        expect(page.locator("#stats")).to_contain_text("Database size")
+        text = page.locator("main").inner_text()
+        assert not [key for key in RAW_KEYS if key in text], text
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+CLIPPED = """els => els.filter(e => {
+  const box = e.getBoundingClientRect();
+  return e.scrollWidth > e.clientWidth + 1 || box.left < 0 || box.right > window.innerWidth;
+}).map(e => e.textContent.trim())"""
+
+
+def test_eval_plot_reads_at_phone_width(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live_server: LiveServer, browser: Browser
+) -> None:
+    write_compare_files(tmp_path)
+    monkeypatch.setenv("BRAIN_EVALS_DIR", str(tmp_path))
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    phone = context.new_page()
+    try:
+        phone.goto(f"{live_server.url}/app/evals")
+        rows = phone.locator(".interval-rows li")
+        expect(rows).to_have_count(12)
+        assert no_horizontal_scroll(phone)
+        labels = phone.locator(".interval-label > span, .intervals figcaption, .axis text")
+        assert labels.evaluate_all(CLIPPED) == []  # every label whole and on screen
+        sizes = labels.evaluate_all("els => els.map(e => parseFloat(getComputedStyle(e).fontSize))")
+        assert min(sizes) >= 11, sizes
+        width = PHONE["width"]
+        for row in rows.all():
+            track = row.locator(".track").bounding_box()
+            mean = row.locator(".mean").bounding_box()
+            bar = row.locator(".range").bounding_box()
+            assert track and mean and bar
+            assert track["x"] >= 0 and track["x"] + track["width"] <= width
+            assert (
+                track["x"]
+                <= bar["x"]
+                <= mean["x"] + mean["width"] / 2
+                <= bar["x"] + bar["width"] + 0.5
+            )
+            assert bar["x"] + bar["width"] <= track["x"] + track["width"]
+    finally:
+        context.close()
+
+
+def test_search_says_what_to_do_when_nothing_matches(live_server: LiveServer, page: Page) -> None:
+    page.goto(f"{live_server.url}/app")
+    intro = page.locator("#search-empty")
+    expect(intro.locator("h2")).to_have_text("This brain is empty")
+    page.fill("#q", "ledger")
+    none = page.locator("#results .no-hits")
+    expect(none).to_contain_text("There are no documents in this brain yet.")
+    expect(intro).to_be_visible()  # with the way to add some
+
+    seed(live_server.brain)
+    page.goto(f"{live_server.url}/app")
+    expect(intro).to_contain_text("Search 4 documents")
+    page.fill("input[name=domain]", "work")
+    page.fill("#q", "ledger drift")
+    expect(none.locator("h2")).to_have_text("No hits for “ledger drift”")
+    expect(none).to_contain_text("The domain filter may be too narrow: clear it")
+    expect(intro).to_be_hidden()
+    page.fill("input[name=domain]", "")
+    expect(page.locator(".hit").first).to_be_visible()
+    page.fill("#q", "")
+    expect(intro).to_be_visible()
+    expect(page.locator("#results li")).to_have_count(0)
+
+
+def test_a_missing_document_or_entity_is_a_404_page(live_server: LiveServer, page: Page) -> None:
+    seed(live_server.brain)
+    response = page.goto(f"{live_server.url}/app/doc/424242")
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("No such document")
+    page.get_by_label("Search instead").fill("ledger")
+    page.keyboard.press("Enter")
+    expect(page.locator(".hit").first.locator(".path")).to_have_text("notes/ledger.md")
+    response = page.goto(f"{live_server.url}/app/graph?entity=nobody")
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("No such entity")
+    expect(page.locator("#as-of-slider")).to_have_count(0)
+    page.get_by_label("Another entity").fill("Alice")
+    page.keyboard.press("Enter")
+    expect(page.locator("#outgoing")).to_contain_text("Globex")
+
+
+def test_hits_show_ranks_a_person_can_read(live_server: LiveServer, page: Page) -> None:
+    """A lone hit's fused z-score is 0 and two hits' are ±0.3: the hit says where it ranked
+    and in which lists; the raw fused score stays in the explanation (and the tooltip)."""
+    live_server.brain.ingest_markdown("# Rota\n\nThe weekly rota lives in the wiki.", uri="rota.md")
+    with live_server.client() as http:
+        raw = http.get("/search", params={"q": "weekly rota"}).json()["hits"]
+    assert len(raw) == 1
+    page.goto(f"{live_server.url}/app?q=weekly+rota")
+    rank = page.locator(".hit .meta .rank")
+    expect(rank).to_have_text(re.compile(r"^#1 · (keywords|meaning) #1(, (keywords|meaning) #1)?$"))
+    assert "score" not in page.locator(".hit .meta").inner_text()
+    score = f"{raw[0]['score']:.4f}"
+    assert (
+        rank.get_attribute("title") == f"fused score {score} ({raw[0]['trace']['fusion_method']})"
+    )
+    page.get_by_role("button", name="Why this hit?").click()
+    expect(page.locator(".explain caption")).to_contain_text(f"fused score {score}")
+
+
+GEOMETRY = """svg => {
+  const num = (e, name) => Number(e.getAttribute(name));
+  const nodes = [...svg.querySelectorAll("circle[data-node]")].map((c) =>
+    ({ name: c.dataset.node, x: num(c, "cx"), y: num(c, "cy"), r: num(c, "r") }));
+  const edges = [...svg.querySelectorAll("line[data-from]")].map((l) => ({
+    from: l.dataset.from, to: l.dataset.to,
+    x1: num(l, "x1"), y1: num(l, "y1"), x2: num(l, "x2"), y2: num(l, "y2") }));
+  const labels = [...svg.querySelectorAll("text")].map((t) => {
+    const b = t.getBBox();
+    return { text: t.textContent, x: b.x, y: b.y, w: b.width, h: b.height };
+  });
+  const [, , width, height] = svg.getAttribute("viewBox").split(" ").map(Number);
+  return { nodes, edges, labels, width, height };
+}"""
+
+
+def segment_distance(px: float, py: float, edge: dict[str, float]) -> float:
+    dx, dy = edge["x2"] - edge["x1"], edge["y2"] - edge["y1"]
+    t = ((px - edge["x1"]) * dx + (py - edge["y1"]) * dy) / (dx * dx + dy * dy)
+    t = max(0.0, min(1.0, t))
+    return float(((edge["x1"] + t * dx - px) ** 2 + (edge["y1"] + t * dy - py) ** 2) ** 0.5)
+
+
+def box_circle_distance(box: dict[str, float], node: dict[str, float]) -> float:
+    x = max(box["x"], min(node["x"], box["x"] + box["w"]))
+    y = max(box["y"], min(node["y"], box["y"] + box["h"]))
+    return float(((x - node["x"]) ** 2 + (y - node["y"]) ** 2) ** 0.5)
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["x"] < b["x"] + b["w"]
+        and b["x"] < a["x"] + a["w"]
+        and a["y"] < b["y"] + b["h"]
+        and b["y"] < a["y"] + a["h"]
+    )
+
+
+def assert_readable(picture: dict[str, Any]) -> None:
+    """No edge runs through (or within 4 px of) a node it does not join; no label covers a
+    node or another label; everything inside the picture."""
+    nodes = {n["name"]: n for n in picture["nodes"]}
+    for edge in picture["edges"]:
+        for name, node in nodes.items():
+            if name not in (edge["from"], edge["to"]):
+                gap = segment_distance(node["x"], node["y"], edge)
+                assert gap > node["r"] + 4, (edge["from"], edge["to"], name, gap)
+    labels = picture["labels"]
+    for n, label in enumerate(labels):
+        for node in nodes.values():
+            assert box_circle_distance(label, node) > node["r"], (label["text"], node["name"])
+        for other in labels[n + 1 :]:
+            assert not overlap(label, other), (label["text"], other["text"])
+        assert label["x"] >= 0 and label["x"] + label["w"] <= picture["width"], label
+        assert label["y"] >= 0 and label["y"] + label["h"] <= picture["height"], label
+
+
+CROSSING = [  # two diagonals across a hub's square: on rings, a→c and b→d cross the hub
+    ("hub", "links", "north"),
+    ("hub", "links", "east"),
+    ("hub", "links", "south"),
+    ("hub", "links", "west"),
+    ("north", "faces", "south"),
+    ("east", "faces", "west"),
+    ("north", "borders", "east"),
+    ("south", "supplies", "a-rather-long-entity-name"),
+    ("hub", "reports_to", "north"),  # a second type on one pair shares its line
+]
+
+
+def test_graph_layout_keeps_edges_and_labels_readable(live_server: LiveServer, page: Page) -> None:
+    for subject, kind, target in CROSSING:
+        live_server.brain.graph.relate(subject, kind, target)
+    page.goto(f"{live_server.url}/app/graph?entity=hub")
+    svg = page.locator("#network svg")
+    expect(svg.locator("circle")).to_have_count(6)
+    picture = svg.evaluate(GEOMETRY)
+    assert len(picture["edges"]) == 8  # hub–north once, labelled with both types
+    texts = {label["text"] for label in picture["labels"]}
+    assert {"hub", "north", "east", "south", "west", "faces", "borders"} <= texts
+    assert "links, reports_to" in texts and "a-rather-long-ent…" in texts
+    assert_readable(picture)
+    page.reload()
+    assert svg.evaluate(GEOMETRY) == picture  # the same graph, the same picture
+
+
+DRAW = """triples => {
+  const names = [...new Set(triples.flatMap(([a, , b]) => [a, b]))];
+  const nodes = names.map((name, i) => ({ name, depth: i === 0 ? 0 : 1 }));
+  const edges = triples.map(([from, text, to]) => ({ from, to, text }));
+  const measure = (text, kind) => text.length * (kind === "edge" ? 6 : 7) + 4;
+  const out = GraphLayout.layout(nodes, edges, measure);
+  const boxes = [...out.nodes, ...out.edges].map((item) => item.label).filter(Boolean);
+  const line = (e) => ({ from: e.from, to: e.to, x1: e.a.x, y1: e.a.y, x2: e.b.x, y2: e.b.y });
+  return {
+    width: out.width, height: out.height,
+    nodes: out.nodes.map(({ name, x, y, r }) => ({ name, x, y, r })),
+    edges: out.edges.map(line),
+    labels: boxes.map(({ text, x, y, w, h }) => ({ text, x, y, w, h })),
+    shown: boxes.length, total: out.nodes.length + out.edges.length,
+  };
+}"""
+
+
+def test_graph_layout_holds_for_other_small_graphs(live_server: LiveServer, page: Page) -> None:
+    """Stars, a cycle with chords, and a two-level tree, drawn by the page's own layout."""
+    live_server.brain.graph.relate("seed", "is", "here")
+    page.goto(f"{live_server.url}/app/graph?entity=seed")
+    expect(page.locator("#network svg circle")).to_have_count(2)
+    shapes = {
+        "star": [("c", "r", f"s{i}") for i in range(9)],
+        "wheel": [("c", "r", f"w{i}") for i in range(6)]
+        + [(f"w{i}", "next", f"w{(i + 1) % 6}") for i in range(6)]
+        + [("w0", "across", "w3"), ("w1", "across", "w4")],
+        "tree": [("c", "r", f"t{i}") for i in range(3)]
+        + [(f"t{i}", "has", f"t{i}{j}") for i in range(3) for j in range(3)],
+    }
+    for name, triples in shapes.items():
+        picture = page.evaluate(DRAW, triples)
+        assert_readable(picture)
+        assert picture["shown"] >= 0.8 * picture["total"], (name, picture["shown"])
+
+
+HOSTILE = (
+    "# Release <script>window.pwned = 1</script>\n\n"
+    "The **rollback** steps: see [the runbook](javascript:window.pwned=2) and "
+    "![diagram](http://example.invalid/x.png) for the *canary* plan. "
+    '<img src=x onerror="window.pwned=3"> "><svg onload="window.pwned=4">\n\n'
+    "| step | owner |\n| --- | ---: |\n| `<b>drain</b>` | ops |\n\n"
+    "```\n<iframe src=javascript:window.pwned=5></iframe>\n```\n\n"
+    "> quoted <a href=javascript:window.pwned=6>link</a>\n"
+)
+ELEMENTS = "root => [...root.querySelectorAll('*')].map((e) => e.localName)"
+ALLOWED = {"h3", "h4", "h5", "h6", "p", "strong", "em", "code", "pre", "mark", "div", "table"}
+ALLOWED |= {"thead", "tbody", "tr", "th", "td", "blockquote", "ul", "ol", "li", "hr"}
+
+
+def test_snippets_and_documents_render_hostile_markdown_safely(
+    live_server: LiveServer, page: Page
+) -> None:
+    seed(live_server.brain)
+    doc = live_server.brain.ingest_markdown(HOSTILE, uri="notes/hostile.md").document_id
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(f"{live_server.url}/app?q=rollback+canary+runbook")
+    hit = page.locator(".hit", has=page.locator(".path", has_text="notes/hostile.md")).first
+    snippet = hit.locator(".snippet")
+    expect(snippet.locator("strong", has_text="rollback")).to_be_visible()
+    expect(snippet.locator("em", has_text="canary")).to_be_visible()
+    expect(snippet.locator("mark", has_text="rollback")).to_be_visible()  # terms still marked
+    expect(snippet).to_contain_text('<img src=x onerror="window.pwned=3">')  # as text
+    assert set(snippet.evaluate(ELEMENTS)) <= ALLOWED | {"h2"}
+    assert "see the runbook and" in snippet.inner_text()  # the link as its text, no URL
+    assert "javascript:window.pwned=2" not in snippet.inner_text()
+
+    page.goto(f"{live_server.url}/app/doc/{doc}")
+    content = page.locator("#content")
+    expect(content.locator("h3")).to_have_text("Release <script>window.pwned = 1</script>")
+    expect(content.locator("td code")).to_have_text("<b>drain</b>")
+    expect(content.locator("pre code")).to_contain_text("<iframe src=javascript:")
+    expect(content.locator("blockquote")).to_contain_text("<a href=javascript:")
+    assert set(content.evaluate(ELEMENTS)) <= ALLOWED
+    assert page.evaluate("window.pwned") is None and dialogs == []
+
+
+MARKDOWN_CASES = [
+    "# Title\n\nA paragraph\nover two lines with `a<b` and **bold** and *em* and _em_.",
+    "| name | value |\n|:---|---:|\n| x \\| y | 1.0 |\n| `q` | **2** |",
+    "- one\n- two\n  wrapped\n\n1. first\n2) second\n\n```\n<raw> & code\n```",
+    "---\ntitle: x\ntags: [a]\n---\n## After front matter\n\n***\n\n> quote **b**\n> - item",
+    "<img src=x onerror=alert(1)> [x](javascript:alert(1)) [ok](https://a.b/c) ![alt](i.png)",
+    "snake_case_name 2*3*4 `open\n\n#### <b>h</b> ####\n\n###### deep",
+    HOSTILE,
+]
+
+
+def test_the_browser_renders_markdown_as_the_server_does(
+    live_server: LiveServer, page: Page
+) -> None:
+    """static/markdown.js against web/markdown.py: the same elements and text."""
+    page.goto(f"{live_server.url}/app")
+    for text in MARKDOWN_CASES:
+        for shift in (0, 2):
+            expected = str(markdown.render(text, heading_shift=shift))
+            got = page.evaluate(
+                """([text, shift, expected]) => {
+                  const normal = (root) => {
+                    for (const node of [...root.querySelectorAll("*"), root]) {
+                      for (const child of [...node.childNodes]) {
+                        const blank = child.nodeType === 3 && !child.data.trim();
+                        if (blank && !node.closest("pre")) child.remove();
+                      }
+                    }
+                    return root.innerHTML;
+                  };
+                  const mine = document.createElement("div");
+                  mine.append(MD.render(text, { headingShift: shift }));
+                  const theirs = new DOMParser().parseFromString(expected, "text/html").body;
+                  return [normal(mine), normal(theirs)];
+                }""",
+                [text, shift, expected],
+            )
+            assert got[0] == got[1], text
+
+
+def test_graph_is_drawn_at_phone_size_not_shrunk(live_server: LiveServer, browser: Browser) -> None:
+    for subject, kind, target in CROSSING:
+        live_server.brain.graph.relate(subject, kind, target)
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    phone = context.new_page()
+    try:
+        phone.goto(f"{live_server.url}/app/graph?entity=hub")
+        svg = phone.locator("#network svg")
+        expect(svg.locator("circle")).to_have_count(6)
+        picture = svg.evaluate(GEOMETRY)
+        assert picture["width"] < 400 and picture["height"] > picture["width"]
+        shown = svg.evaluate("e => e.getBoundingClientRect().width / e.viewBox.baseVal.width")
+        assert shown > 0.95  # 12 px labels stay 12 px
+        assert_readable(picture)
+        assert len(picture["labels"]) >= 0.8 * (6 + 8)
+        assert no_horizontal_scroll(phone)
+    finally:
+        context.close()

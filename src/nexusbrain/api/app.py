@@ -57,6 +57,8 @@ def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         default_response_class=JSONResponse,
+        docs_url=None,  # web_routes serves /docs itself, with no CDN (web/api_docs.py)
+        redoc_url=None,
         lifespan=lifespan(monitor, settings.envelope_check_seconds),
     )
     install_error_handlers(app)

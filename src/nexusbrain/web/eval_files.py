@@ -1,5 +1,6 @@
-"""The eval files the web UI shows, as `eval` writes them: the results log (one JSON run per
-line), the latest `eval compare` report (markdown) and its confidence-interval plot.
+"""The eval files the web UI shows: the results log (one JSON run per line, which only
+`nexusbrain eval run-all` writes), and the `eval compare` report (markdown) and its
+confidence-interval plot, when `eval compare --output/--plot` wrote them into the folder.
 
 They live in `$BRAIN_EVALS_DIR`, else `.nexusbrain-evals` at the root of the git checkout
 holding the working directory, else `.nexusbrain-evals` in the working directory. They are read
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-RESULTS_LOG = "eval-results.jsonl"
+from nexusbrain.evals.results_log import RESULTS_FILE as RESULTS_LOG
+
 REPORT = "compare-report.md"
 PLOTS = {"compare-plot.svg": "image/svg+xml", "compare-plot.png": "image/png"}
 MAX_RUNS = 200  # the page lists this many most recent runs
@@ -32,6 +34,7 @@ class LoggedRun:
     commit: str
     seed: str
     status: str
+    reason: str  # why a run was skipped or failed, if it says
     metrics: tuple[tuple[str, float | str], ...]
 
 
@@ -92,6 +95,7 @@ def _run(line: str) -> LoggedRun | None:
         commit=_text(value.get("commit")),
         seed=_text(value.get("seed")),
         status=_text(value.get("status")),
+        reason=_text(value.get("reason")),
         metrics=tuple(
             (str(name), _metric(number))
             for name, number in (metrics.items() if isinstance(metrics, dict) else ())

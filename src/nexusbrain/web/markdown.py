@@ -1,6 +1,11 @@
-"""A small, safe markdown renderer for eval reports: headings, paragraphs, lists, pipe tables
-and code, with `code` and **bold** inline. Every piece of text is escaped first; no HTML,
-link or image in the source is ever passed through. Anything else shows as plain text."""
+"""A small, safe markdown renderer: headings, paragraphs, lists, pipe tables, code, quotes,
+rules and front matter, with `code`, **bold** and *emphasis* inline. Every piece of text is
+escaped first; no HTML in the source is ever passed through, and a link or an image shows as
+its text alone (no URL is ever followed or loaded). Anything else shows as plain text.
+
+The evals page renders reports with it here; `static/markdown.js` is the same renderer for
+the pages that draw documents and snippets in the browser, and a test holds the two to the
+same output."""
 
 from __future__ import annotations
 
@@ -13,6 +18,11 @@ _HEADING = re.compile(r"(#{1,6})\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"\s*(?:([-*+])|(\d+)[.)])\s+(.*)")
 _SEPARATOR = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
+_EM = re.compile(
+    r"(?<![\w*])\*(?![\s*])(.+?)(?<![\s*])\*(?![\w*])|(?<![\w])_(?![\s_])(.+?)(?<![\s_])_(?![\w])"
+)
+_LINK = re.compile(r"!?\[([^\]]*)\]\(([^()\s]*)(?:\s+[^()]*)?\)")
+_RULE = re.compile(r"\s{0,3}([-*_])(?:\s*\1){2,}\s*$")
 _FENCES = ("```", "~~~")
 _HEADING_TAG = re.compile(r"<(/?)h([1-6])>")
 
@@ -40,13 +50,45 @@ def _block_at(lines: list[str], i: int) -> Block:
     line = lines[i].strip()
     if line.startswith(_FENCES):
         return _code
+    if i == 0 and line == "---" and _front_matter_end(lines) is not None:
+        return _front_matter
     if _HEADING.match(line):
         return _heading
+    if _RULE.match(lines[i]):
+        return _rule
     if line.startswith("|") and i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]):
         return _table
+    if line.startswith(">"):
+        return _quote
     if _ITEM.match(lines[i]):
         return _list
     return _paragraph
+
+
+def _front_matter_end(lines: list[str]) -> int | None:
+    return next((n for n in range(1, len(lines)) if lines[n].strip() in ("---", "...")), None)
+
+
+def _front_matter(lines: list[str], i: int, out: list[str]) -> int:
+    end = _front_matter_end(lines)
+    assert end is not None
+    body = escape("\n".join(lines[1:end]))
+    out.append(f'<pre class="front-matter"><code>{body}</code></pre>')
+    return end + 1
+
+
+def _rule(lines: list[str], i: int, out: list[str]) -> int:
+    out.append("<hr>")
+    return i + 1
+
+
+def _quote(lines: list[str], i: int, out: list[str]) -> int:
+    inner: list[str] = []
+    while i < len(lines) and lines[i].strip().startswith(">"):
+        inner.append(lines[i].strip()[1:].removeprefix(" "))
+        i += 1
+    out.append(f"<blockquote>{render(chr(10).join(inner))}</blockquote>")
+    return i
 
 
 def _code(lines: list[str], i: int, out: list[str]) -> int:
@@ -69,12 +111,12 @@ def _heading(lines: list[str], i: int, out: list[str]) -> int:
 
 
 def _table(lines: list[str], i: int, out: list[str]) -> int:
-    head = _cells(lines[i])
-    aligns = [_align(cell) for cell in _cells(lines[i + 1])]
+    head = cells(lines[i])
+    aligns = [_align(cell) for cell in cells(lines[i + 1])]
     rows: list[list[str]] = []
     i += 2
     while i < len(lines) and lines[i].strip().startswith("|"):
-        rows.append(_cells(lines[i]))
+        rows.append(cells(lines[i]))
         i += 1
 
     def row(cells: list[str], tag: str) -> str:
@@ -92,7 +134,8 @@ def _table(lines: list[str], i: int, out: list[str]) -> int:
     return i
 
 
-def _cells(line: str) -> list[str]:
+def cells(line: str) -> list[str]:
+    """The cells of a pipe-table row, stripped, `\\|` read as a pipe."""
     text = line.strip().removeprefix("|").removesuffix("|")
     return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", text)]
 
@@ -112,10 +155,18 @@ def _list(lines: list[str], i: int, out: list[str]) -> int:
         item = _ITEM.match(lines[i])
         if item is None or ("ul" if item.group(1) else "ol") != tag:
             break
-        items.append(f"<li>{inline(item.group(3))}</li>")
+        text = [item.group(3)]
         i += 1
+        while i < len(lines) and _continues(lines[i]):  # an item's wrapped lines
+            text.append(lines[i].strip())
+            i += 1
+        items.append(f"<li>{inline(' '.join(text))}</li>")
     out.append(f"<{tag}>{''.join(items)}</{tag}>")
     return i
+
+
+def _continues(line: str) -> bool:
+    return line[:1] in (" ", "\t") and bool(line.strip()) and _ITEM.match(line) is None
 
 
 def _paragraph(lines: list[str], i: int, out: list[str]) -> int:
@@ -128,7 +179,8 @@ def _paragraph(lines: list[str], i: int, out: list[str]) -> int:
 
 
 def inline(text: str) -> Markup:
-    """Escaped text with `code` spans and **bold**."""
+    """Escaped text with `code` spans, **bold** and *emphasis*; links and images as their
+    text."""
     parts = text.split("`")
     if len(parts) % 2 == 0:  # an unclosed backtick stays a backtick
         parts[-2:] = [parts[-2] + "`" + parts[-1]]
@@ -137,5 +189,11 @@ def inline(text: str) -> Markup:
         if n % 2:
             html.append(f"<code>{escape(part)}</code>")
         else:
-            html.append(_BOLD.sub(r"<strong>\1</strong>", str(escape(part))))
+            html.append(_spans(str(escape(part))))
     return Markup("".join(html))
+
+
+def _spans(escaped: str) -> str:
+    text = _LINK.sub(r"\1", escaped)
+    text = _BOLD.sub(r"<strong>\1</strong>", text)
+    return _EM.sub(lambda m: f"<em>{m[1] if m[1] is not None else m[2]}</em>", text)

@@ -21,6 +21,7 @@ NAV = (
     ("graph", "Graph", "/app/graph"),
     ("evals", "Evals", "/app/evals"),
     ("status", "Status", "/app/status"),
+    ("api", "API", "/docs"),
 )
 
 

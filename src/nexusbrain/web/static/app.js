@@ -94,15 +94,19 @@ const NB = (() => {
     return (start > 0 ? "…" : "") + text.slice(start, end).trim() + (end < text.length ? "…" : "");
   }
 
-  function bytes(n) {
-    const units = ["B", "KB", "MB", "GB", "TB"];
+  /** A size in the units the envelopes use: binary (KiB, MiB, GiB) for the database,
+      decimal (kB, MB, GB) for memory, as envelopes.py defines its limits. */
+  function bytes(n, decimal = false) {
+    const base = decimal ? 1000 : 1024;
+    const units = decimal ? ["B", "kB", "MB", "GB", "TB"] : ["B", "KiB", "MiB", "GiB", "TiB"];
     let value = n;
     let unit = 0;
-    while (value >= 1024 && unit < units.length - 1) {
-      value /= 1024;
+    while (value >= base && unit < units.length - 1) {
+      value /= base;
       unit += 1;
     }
-    return `${value.toFixed(unit && value < 10 ? 1 : 0)} ${units[unit]}`;
+    const digits = unit && value < 10 && !Number.isInteger(value) ? 1 : 0;
+    return `${value.toFixed(digits)} ${units[unit]}`;
   }
 
   /** A time from the API: the date alone at midnight UTC, else to the minute. */
@@ -131,5 +135,27 @@ const NB = (() => {
     }
   });
 
-  return { h, api, debounce, terms, marked, excerpt, bytes, when, number, fail };
+  /** About `size` characters of markdown around the first line with a query term, in whole
+      lines (with the heading just above it), so that it still renders as markdown; `before`
+      and `after` say whether text was left out there. */
+  function lineExcerpt(text, stems, size = 320) {
+    if (text.length <= size) return { text, before: false, after: false };
+    const lines = text.split("\n");
+    const pattern = termPattern(stems);
+    let start = pattern ? lines.findIndex((line) => line.search(pattern) >= 0) : 0;
+    start = Math.max(start, 0);
+    if (start > 0 && /^\s*#/.test(lines[start - 1])) start -= 1;
+    if (lines[start].length > size) {
+      const cut = excerpt(lines[start], stems, size);
+      return { text: cut, before: start > 0, after: start < lines.length - 1 };
+    }
+    let end = start;
+    let length = 0;
+    while (end < lines.length && length + lines[end].length <= size) length += lines[end++].length + 1;
+    const fences = lines.slice(0, start).filter((line) => /^\s*(```|~~~)/.test(line));
+    const open = fences.length % 2 ? [fences[fences.length - 1].trim().slice(0, 3)] : []; // it starts in a code block
+    return { text: [...open, ...lines.slice(start, end)].join("\n"), before: start > 0, after: end < lines.length };
+  }
+
+  return { h, api, debounce, terms, marked, excerpt, lineExcerpt, bytes, when, number, fail };
 })();

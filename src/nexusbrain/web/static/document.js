@@ -36,19 +36,70 @@
     return rows.flatMap(([name, value]) => [h("dt", {}, name), h("dd", {}, value)]);
   }
 
-  function content(doc, chunk) {
-    const pre = document.getElementById("content");
+  /** The document rendered as markdown, the blocks holding the chunk's lines highlighted;
+      returns the first of them. */
+  function rendered(doc, chunk) {
+    const box = document.getElementById("content");
+    if (!doc.content.trim()) {
+      box.replaceChildren(h("p", { class: "empty" }, "This document has no text."));
+      return null;
+    }
+    box.replaceChildren(MD.render(doc.content, { headingShift: 2, lines: true }));
+    if (!chunk) return null;
+    const { line_start: first, line_end: last } = chunk.span;
+    const blocks = [...box.children].filter((block) => {
+      const [from, to] = block.dataset.lines.split("-").map(Number);
+      return from <= last && to >= first;
+    });
+    blocks.forEach((block) => block.classList.add("span"));
+    if (!blocks.length) return null;
+    Object.assign(blocks[0], { id: "span", tabIndex: -1 });
+    blocks[0].setAttribute("aria-label", `Lines ${first} to ${last}, the chosen span, begin here`);
+    return blocks[0];
+  }
+
+  /** The markdown source, the chunk's exact characters marked. */
+  function source(doc, chunk) {
+    const pre = document.getElementById("source");
     if (!chunk) {
       pre.replaceChildren(doc.content);
       return null;
     }
     const [start, end] = utf16(doc.content, [chunk.span.char_start, chunk.span.char_end]);
     const mark = h("mark", {
-      id: "span", class: "span", tabindex: "-1",
+      id: "source-span", class: "span", tabindex: "-1",
       "aria-label": `Lines ${chunk.span.line_start} to ${chunk.span.line_end}, the chosen span`,
     }, doc.content.slice(start, end));
     pre.replaceChildren(doc.content.slice(0, start), mark, doc.content.slice(end));
     return mark;
+  }
+
+  function show(mark) {
+    if (!mark) return;
+    mark.scrollIntoView({ block: "center" });
+    mark.focus({ preventScroll: true });
+  }
+
+  function toggleSource(renderedMark, sourceMark) {
+    const button = document.getElementById("source-toggle");
+    const box = document.getElementById("content");
+    const pre = document.getElementById("source");
+    button.hidden = false;
+    button.addEventListener("click", () => {
+      const showSource = button.getAttribute("aria-pressed") !== "true";
+      button.setAttribute("aria-pressed", String(showSource));
+      button.textContent = showSource ? "Show it rendered" : "Show the markdown source";
+      box.hidden = showSource;
+      pre.hidden = !showSource;
+      show(showSource ? sourceMark : renderedMark);
+    });
+  }
+
+  /** A chunk's first words as a reader sees them: its markdown rendered, then as text. */
+  function preview(text) {
+    const box = h("div", {}, MD.render(text.slice(0, 400)));
+    const words = [...box.children].map((block) => block.textContent.trim()).join(" · ");
+    return words.length > 90 ? `${words.slice(0, 90)}…` : words;
   }
 
   function chunkList(doc, chosen) {
@@ -57,7 +108,7 @@
       const where = `Lines ${c.span.line_start}–${c.span.line_end}${c.heading_path.length ? ` · ${c.heading_path.join(" › ")}` : ""}${c.unit ? ` · ${c.unit}` : ""}`;
       return h("li", {},
         h("a", { href: link, "aria-current": chosen && c.id === chosen.id ? "true" : false }, where),
-        h("span", { class: "preview" }, c.text.length > 90 ? `${c.text.slice(0, 90)}…` : c.text));
+        h("span", { class: "preview" }, preview(c.text)));
     });
   }
 
@@ -77,16 +128,18 @@
       document.getElementById("doc-title").textContent = doc.title || doc.uri;
       document.title = `${doc.title || doc.uri} · nexusbrain`;
       document.getElementById("doc-meta").replaceChildren(...facts(doc));
-      document.getElementById("chunks").replaceChildren(...chunkList(doc, chunk));
-      document.querySelector("#history tbody").replaceChildren(...historyRows(history.revisions));
-      const mark = content(doc, chunk);
+      const chunks = chunkList(doc, chunk);
+      document.getElementById("chunks").replaceChildren(...(chunks.length ? chunks
+        : [h("li", { class: "empty" }, "No chunks: nothing in this document is searchable.")]));
+      const rows = historyRows(history.revisions);
+      document.querySelector("#history tbody").replaceChildren(...(rows.length ? rows
+        : [h("tr", {}, h("td", { class: "empty", colspan: 3 }, "No revisions recorded."))]));
+      const mark = rendered(doc, chunk);
+      if (doc.content.trim()) toggleSource(mark, source(doc, chunk));
       status.textContent = chunk
         ? `Showing lines ${chunk.span.line_start}–${chunk.span.line_end} of ${doc.chunks.length} chunk${doc.chunks.length === 1 ? "" : "s"}.`
         : chunkId ? "That chunk is no longer part of this revision." : "";
-      if (mark) {
-        mark.scrollIntoView({ block: "center" });
-        mark.focus({ preventScroll: true });
-      }
+      show(mark);
     } catch (error) {
       NB.fail(status, error);
     }

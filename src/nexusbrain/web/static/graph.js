@@ -70,83 +70,103 @@
     return node;
   }
 
-  /** Nodes on rings: the entity in the middle, its neighbours around it, theirs outside. */
-  function layout(walk, incoming) {
-    const nodes = new Map([[walk.from.name, { name: walk.from.name, depth: 0, x: 320, y: 220 }]]);
-    const edges = [];
+  /** The nodes (the entity first) and one edge per pair of nodes, whatever its direction:
+      two relationships between the same two entities share a line and a label. */
+  function neighbourhood(walk, incoming) {
+    const nodes = new Map([[walk.from.name, { name: walk.from.name, depth: 0 }]]);
     const add = (name, depth, parent) => {
       if (!nodes.has(name) && nodes.size < 40) nodes.set(name, { name, depth, parent });
     };
+    const relationships = [];
     for (const hop of walk.hops) {
-      const r = hop.relationship;
-      add(r.to, hop.depth, r.from);
-      edges.push(r);
+      add(hop.relationship.to, hop.depth, hop.relationship.from);
+      relationships.push(hop.relationship);
     }
     for (const r of incoming) {
       add(r.from, 1, walk.from.name);
-      edges.push(r);
+      relationships.push(r);
     }
-    const first = [...nodes.values()].filter((n) => n.depth === 1);
-    first.forEach((n, i) => {
-      n.angle = (2 * Math.PI * i) / first.length - Math.PI / 2;
-      n.x = 320 + 125 * Math.cos(n.angle);
-      n.y = 220 + 115 * Math.sin(n.angle);
-    });
-    for (const parent of first) {
-      const children = [...nodes.values()].filter((n) => n.depth === 2 && n.parent === parent.name);
-      const step = Math.min((2 * Math.PI) / Math.max(first.length, 1) / Math.max(children.length, 1), 0.45);
-      children.forEach((n, i) => {
-        const angle = parent.angle + (i - (children.length - 1) / 2) * step;
-        n.x = 320 + 260 * Math.cos(angle);
-        n.y = 220 + 185 * Math.sin(angle);
-      });
+    const pairs = new Map();
+    for (const r of relationships) {
+      if (!nodes.has(r.from) || !nodes.has(r.to) || r.from === r.to) continue;
+      const key = [r.from, r.to].sort().join("\u0000");
+      const pair = pairs.get(key) || { from: r.from, to: r.to, types: [], forward: false, backward: false, titles: [] };
+      if (r.from === pair.from) pair.forward = true;
+      else pair.backward = true;
+      if (!pair.types.includes(r.type)) pair.types.push(r.type);
+      const title = `${r.from} ${r.type} ${r.to}`;
+      if (!pair.titles.includes(title)) pair.titles.push(title);
+      pairs.set(key, pair);
     }
-    const seen = new Set();
-    const drawn = edges.filter((r) => {
-      const key = `${r.from}\u0000${r.type}\u0000${r.to}`;
-      const shown = nodes.get(r.from) && nodes.get(r.to) && nodes.get(r.from).x !== undefined && nodes.get(r.to).x !== undefined;
-      if (!shown || seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    });
-    return { nodes: [...nodes.values()].filter((n) => n.x !== undefined), edges: drawn };
+    const edges = [...pairs.values()].map((p) => ({ ...p, text: p.types.join(", ") }));
+    return { nodes: [...nodes.values()], edges };
   }
 
+  function measurer(picture) {
+    const probe = svg("text", {});
+    picture.append(probe);
+    return (text, kind) => {
+      probe.setAttribute("class", kind === "edge" ? "edge-label" : "node-label");
+      probe.textContent = text;
+      return probe.getComputedTextLength() + 4;
+    };
+  }
+
+  /** The picture's size in CSS pixels: as wide as its box (640 at most), so that its text is
+      never scaled down; taller than wide on a phone. */
+  function size(holder, count) {
+    const width = Math.round(Math.max(300, Math.min(640, holder.clientWidth || 640)));
+    if (width < 520) return [width, Math.round(width * (count > 14 ? 1.6 : 1.25))];
+    return [width, count > 14 ? 560 : 440];
+  }
+
+  let drawnFor = null; // the last walk drawn, to draw again when the box changes width
+
   function network(walk, incoming) {
-    const { nodes, edges } = layout(walk, incoming);
-    const byName = new Map(nodes.map((n) => [n.name, n]));
-    const lines = edges.map((r) => {
-      const a = byName.get(r.from);
-      const b = byName.get(r.to);
-      const length = Math.hypot(b.x - a.x, b.y - a.y) || 1;
-      const cut = (d) => [(b.x - a.x) * (d / length), (b.y - a.y) * (d / length)];
-      const [sx, sy] = cut(14);
-      const [ex, ey] = cut(length - 16);
-      const group = svg("g", {},
-        svg("line", { x1: a.x + sx, y1: a.y + sy, x2: a.x + ex, y2: a.y + ey, "marker-end": "url(#arrow)" }),
-        svg("title", {}, `${r.from} ${r.type} ${r.to}`));
-      if (edges.length <= 16) {
-        group.append(svg("text", { class: "edge-label", x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 - 3 }, r.type));
-      }
-      return group;
-    });
-    const circles = nodes.map((n) => {
-      const short = n.name.length > 18 ? `${n.name.slice(0, 17)}…` : n.name;
-      const body = [svg("circle", { cx: n.x, cy: n.y, r: n.depth ? 10 : 13 }),
-        svg("text", { x: n.x, y: n.y + (n.y < 220 ? -17 : 26) }, short), svg("title", {}, n.name)];
-      if (!n.depth) return svg("g", { class: "center" }, ...body);
-      return svg("a", { href: `/app/graph?${new URLSearchParams({ entity: n.name, as_of: dateInput.value })}` }, ...body);
-    });
-    const arrow = svg("defs", {}, svg("marker", {
-      id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse",
-    }, svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "currentColor" })));
+    drawnFor = [walk, incoming];
+    const { nodes, edges } = neighbourhood(walk, incoming);
+    const holder = document.getElementById("network");
+    const [width, height] = size(holder, nodes.length);
     const names = nodes.slice(1).map((n) => n.name).join(", ");
     const picture = svg("svg", {
-      viewBox: "0 0 640 440", role: "img",
+      viewBox: `0 0 ${width} ${height}`, role: "img", "data-width": width,
       "aria-label": `${walk.from.name} and its neighbourhood: ${names || "no neighbours"}`,
-    }, arrow, ...lines, ...circles);
-    const note = walk.truncated || nodes.length >= 40 ? h("p", { class: "hint" }, "Only part of the neighbourhood is drawn.") : null;
-    document.getElementById("network").replaceChildren(picture, note || "");
+    });
+    holder.replaceChildren(picture);
+    const measure = measurer(picture);
+    const drawn = GraphLayout.layout(nodes, edges, measure, width, height);
+    picture.replaceChildren(svg("defs", {}, svg("marker", {
+      id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse",
+    }, svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "currentColor" }))));
+    for (const e of drawn.edges) {
+      const length = Math.hypot(e.b.x - e.a.x, e.b.y - e.a.y) || 1;
+      const ux = (e.b.x - e.a.x) / length;
+      const uy = (e.b.y - e.a.y) / length;
+      const line = svg("line", {
+        x1: e.a.x + ux * (e.a.r + 3), y1: e.a.y + uy * (e.a.r + 3),
+        x2: e.b.x - ux * (e.b.r + 3), y2: e.b.y - uy * (e.b.r + 3),
+        "data-from": e.from, "data-to": e.to,
+      });
+      if (e.forward) line.setAttribute("marker-end", "url(#arrow)");
+      if (e.backward) line.setAttribute("marker-start", "url(#arrow)");
+      const group = svg("g", { class: "edge" }, line, svg("title", {}, e.titles.join("; ")));
+      if (e.label) {
+        group.append(svg("text", { class: "edge-label", x: e.label.x + e.label.w / 2, y: e.label.y + e.label.h - 2 }, e.label.text));
+      }
+      picture.append(group);
+    }
+    for (const n of drawn.nodes) {
+      const body = [svg("circle", { cx: n.x, cy: n.y, r: n.r, "data-node": n.name }), svg("title", {}, n.name)];
+      if (n.label) body.push(svg("text", { class: "node-label", x: n.label.x + n.label.w / 2, y: n.label.y + n.label.h - 3 }, n.label.text));
+      picture.append(n.depth
+        ? svg("a", { href: `/app/graph?${new URLSearchParams({ entity: n.name, as_of: dateInput.value })}` }, ...body)
+        : svg("g", { class: "center" }, ...body));
+    }
+    const partial = walk.truncated || nodes.length >= 40;
+    const hidden = drawn.edges.some((e) => !e.label) || drawn.nodes.some((n) => !n.label);
+    const notes = [partial ? "Only part of the neighbourhood is drawn." : "", hidden ? "Some labels are left out where they would cover the picture; hover a line or a node for it, or read the list." : ""]
+      .filter(Boolean).map((text) => h("p", { class: "hint" }, text));
+    holder.append(...notes);
   }
 
   function dayBefore(date) {
@@ -213,6 +233,11 @@
     }
   }
 
+  window.addEventListener("resize", NB.debounce(() => {
+    const picture = document.querySelector("#network svg");
+    const holder = document.getElementById("network");
+    if (drawnFor && picture && Math.abs(Number(picture.dataset.width) - size(holder, 0)[0]) > 40) network(...drawnFor);
+  }, 200));
   dateInput.addEventListener("change", show);
   slider.addEventListener("input", () => {
     const index = Number(slider.value);

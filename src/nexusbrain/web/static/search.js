@@ -7,6 +7,7 @@
   const form = document.getElementById("search-form");
   const results = document.getElementById("results");
   const status = document.getElementById("search-status");
+  const empty = document.getElementById("search-empty");
   let controller = null;
   let shown = null;
 
@@ -26,6 +27,8 @@
     document.title = `${params.q ? `${params.q} · ` : ""}Search · nexusbrain`;
     if (query === shown) return;
     if (controller) controller.abort();
+    const hollow = empty.dataset.documents === "0";
+    empty.hidden = Boolean(params.q) && !hollow;
     if (!params.q) {
       shown = query;
       results.replaceChildren();
@@ -50,8 +53,38 @@
   function render(body, params) {
     const stems = NB.terms(params.q);
     const count = body.hits.length;
-    status.textContent = count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "No hits.";
-    results.replaceChildren(...body.hits.map((hit) => hitItem(hit, stems, params)));
+    status.textContent = count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "";
+    results.replaceChildren(...(count ? body.hits.map((hit) => hitItem(hit, stems, params)) : [noHits(params)]));
+  }
+
+  /** What to try when nothing matched: the filters first, since they narrow every search. */
+  function noHits(params) {
+    const filters = ["domain", "path_prefix"].filter((name) => params[name]);
+    const advice = empty.dataset.documents === "0" ? "There are no documents in this brain yet."
+      : filters.length
+      ? `The ${filters.map((f) => f.replace("_", " ")).join(" and ")} filter${filters.length > 1 ? "s" : ""} may be too narrow: clear ${filters.length > 1 ? "them" : "it"} to search everything.`
+      : "Try other words, fewer words, or the tokenmax mode, which looks deeper.";
+    return h("li", { class: "empty-state no-hits" },
+      h("h2", {}, `No hits for “${params.q}”`), h("p", {}, advice));
+  }
+
+  // The lists a hit can come from, in words a reader knows (retrieval/pipeline.py's names).
+  const LISTS = { bm25: "keywords", dense: "meaning", bm25_prf: "keywords, expanded", dense_prf: "meaning, expanded" };
+
+  /** "#2 · keywords #1, meaning #4": where the hit ranked, and in which lists. The fused score
+      is a z-score or an RRF sum, meaningful only against the other hits of this search (a
+      lone hit scores 0), so it stays in the explanation and the tooltip. */
+  function rankText(hit) {
+    const lists = hit.trace.retrievers.filter((r) => r.rank).map((r) => `${LISTS[r.retriever] || r.retriever} #${r.rank}`);
+    const rerank = hit.trace.rerank ? `, reranked from #${hit.trace.rerank.rank_before}` : "";
+    return `#${hit.rank}${lists.length ? ` · ${lists.join(", ")}` : ""}${rerank}`;
+  }
+
+  /** The hit's text around its first query term, as rendered markdown with the terms marked. */
+  function snippet(text, stems) {
+    const cut = NB.lineExcerpt(text, stems);
+    const classes = ["snippet", "markdown", cut.before ? "cut-before" : "", cut.after ? "cut-after" : ""];
+    return h("div", { class: classes.filter(Boolean).join(" ") }, MD.markTerms(MD.render(cut.text, { headingShift: 2 }), stems));
   }
 
   function hitItem(hit, stems, params) {
@@ -76,8 +109,8 @@
         " · revision ", h("code", { title: hit.revision }, hit.revision.slice(0, 12)),
         ` · lines ${span.line_start}–${span.line_end}`,
         hit.heading_path.length ? ` · ${hit.heading_path.join(" › ")}` : "",
-        ` · #${hit.rank}, score ${NB.number(hit.score, 4)}`),
-      h("p", { class: "snippet" }, NB.marked(NB.excerpt(hit.text, stems), stems)),
+        " · ", h("span", { class: "rank", title: `fused score ${NB.number(hit.score, 4)} (${hit.trace.fusion_method || "one list"})` }, rankText(hit))),
+      snippet(hit.text, stems),
       h("p", { class: "actions" }, toggle, h("a", { href: link }, "Open the document at this span")),
       panel);
   }
@@ -116,7 +149,7 @@
     });
     const method = zscore ? "Z-score fusion (weight × standardised score)" : "Reciprocal rank fusion";
     const caption = fusion.length
-      ? `${method}: fused score ${NB.number(hit.score, 4)}, fused rank ${trace.fused_rank ?? hit.rank}`
+      ? `${method}: fused score ${NB.number(hit.score, 4)}, fused rank ${trace.fused_rank ?? hit.rank}. The fused score only orders the hits of this search${zscore ? ": it is relative to their mean, so a lone hit scores 0" : ""}.`
       : "Each retriever's rank and raw score";
     const parts = [h("div", { class: "chart-wrap" }, h("table", { class: "chart" },
       h("caption", {}, caption),

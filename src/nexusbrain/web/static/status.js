@@ -1,28 +1,57 @@
-/* The status page: /stats as a list, and the envelope check when the server reports one. */
+/* The status page: /stats in words, and the envelope check when the server reports one. */
 "use strict";
 
 (() => {
   const { h } = NB;
   const status = document.getElementById("stats-status");
+  // What each envelope limit measures, and how its figures read (envelopes.py).
+  const LIMITS = {
+    documents: { label: "Documents", show: (n) => n.toLocaleString("en") },
+    db_bytes: { label: "Database size", show: (n) => NB.bytes(n) },
+    rss_bytes: { label: "Server memory (RSS)", show: (n) => NB.bytes(n, true) },
+    p95_ms: { label: "Search latency (p95)", show: (n) => `${Number.isInteger(n) ? n : NB.number(n, 1)} ms` },
+  };
 
   function facts(rows) {
     return rows.flatMap(([name, value]) => [h("dt", {}, name), h("dd", {}, value)]);
   }
 
+  function limitLabel(key) {
+    return (LIMITS[key] || { label: key }).label;
+  }
+
+  /** "121 MB of the desktop envelope's 512 MB limit (24%)". */
+  function limitLine(env, key) {
+    const { show } = LIMITS[key] || { show: String };
+    const limit = env.limits[key];
+    const value = env.observed[key];
+    const theirs = `the ${env.name} envelope's ${show(limit)} limit`;
+    if (value === null || value === undefined) {
+      return h("span", {}, `not measured yet (too few searches since the server started); ${theirs}`);
+    }
+    const percent = (100 * value) / limit;
+    const share = percent > 0 && percent < 1 ? "<1" : Math.round(percent);
+    const over = value > limit ? ": over it" : "";
+    return h("span", {}, `${show(value)} of ${theirs} (${share}%)${over}`);
+  }
+
   function envelope(env) {
-    const names = Object.keys(env.limits);
     const broken = new Set(env.breaches.map((b) => b.limit));
-    const show = (name, value) => (value === null || value === undefined ? "–" : /bytes/.test(name) ? NB.bytes(value) : value.toLocaleString());
+    const rows = Object.keys(env.limits).map((key) => {
+      const value = env.observed[key];
+      const meter = value === null || value === undefined ? null : h("meter", {
+        min: 0, max: env.limits[key], value: Math.min(value, env.limits[key]), "aria-hidden": "true",
+      });
+      return h("li", { class: broken.has(key) ? "breach" : "", "data-limit": key },
+        h("span", { class: "limit-name" }, limitLabel(key)), meter, limitLine(env, key));
+    });
     return [
-      h("p", {}, `Envelope `, h("code", {}, env.name), ": ",
-        h("span", { class: env.ok ? "ok" : "breach" }, env.ok ? "within its limits" : "over a limit")),
-      h("div", { class: "table-wrap" }, h("table", {},
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Limit"), h("th", { scope: "col", class: "num" }, "Observed"),
-          h("th", { scope: "col", class: "num" }, "Maximum"))),
-        h("tbody", {}, names.map((name) => h("tr", { class: broken.has(name) ? "breach" : "" },
-          h("th", { scope: "row" }, name), h("td", { class: "num" }, show(name, env.observed[name])),
-          h("td", { class: "num" }, show(name, env.limits[name]))))))),
-      ...env.breaches.map((b) => h("p", { class: "breach" }, b.message)),
+      h("p", {}, "The ", h("strong", {}, env.name), " envelope: the sizes this brain is expected to stay within. ",
+        h("span", { class: env.ok ? "ok" : "breach" }, env.ok ? "Within every limit." : "Over a limit."),
+        " The limits are soft: crossing one logs a warning, and writes go on."),
+      h("ul", { class: "limits" }, rows),
+      h("p", { class: "hint" }, "Another envelope: start the server with ", h("code", {}, "BRAIN_ENVELOPE"),
+        " set to edge, desktop or enterprise."),
     ];
   }
 
@@ -30,11 +59,11 @@
     try {
       const stats = await NB.api("/stats");
       document.getElementById("stats").replaceChildren(...facts([
-        ["Documents", stats.documents.toLocaleString()],
-        ["Retired documents", stats.retired_documents.toLocaleString()],
-        ["Chunks", stats.chunks.toLocaleString()],
+        ["Documents", stats.documents.toLocaleString("en")],
+        ["Retired documents", stats.retired_documents.toLocaleString("en")],
+        ["Chunks", stats.chunks.toLocaleString("en")],
         ["Database size", NB.bytes(stats.db_bytes)],
-        ["Server memory (RSS)", NB.bytes(stats.rss_bytes)],
+        ["Server memory (RSS)", NB.bytes(stats.rss_bytes, true)],
         ["Database", h("code", {}, stats.db_path)],
         ["Version", `${stats.version} (schema ${stats.schema_version})`],
       ]));
