@@ -92,23 +92,17 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class LexicalConfig:
-    """BM25: the weights of the chunk's text, heading-path and context columns, and which
-    query words count."""
+    """BM25 (storage/bm25.py): the weights of the chunk's text, heading-path and context
+    columns, its k1 and b, and which query words count."""
 
     text_weight: float = 1.0
     heading_weight: float = 0.5
     context_weight: float = 0.3
+    k1: float = 1.2
+    b: float = 0.75
     drop_stopwords: bool = True
     extended_stopwords: bool = True  # also drop question and function words (what, did...)
-    # A query term found in at least this share of the chunks (and in at least
-    # common_min_rows of them) only adds to the score of chunks that hold a rarer query term:
-    # Elasticsearch's "common terms" cut-off. 0 turns it off. See docs/tuning.md.
-    common_share: float = 0.15
-    common_min_rows: int = 1000
-    # Score BM25 in numpy from the index's postings (the same rows and scores as the engine's
-    # own ranking, faster on frequent words); False ranks inside the engine.
-    from_postings: bool = True
-    # Memory for the scored postings of recent query words (12 bytes a posting).
+    # Memory for the scored postings of recent query tokens (16 bytes a posting).
     postings_cache_mb: int = POSTINGS_CACHE_MB
 
     @property

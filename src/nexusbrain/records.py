@@ -200,7 +200,6 @@ class Trace:
     fused_rank: int | None = None
     prf_terms: tuple[str, ...] = ()
     # query terms so common that they only scored chunks holding a rarer query term
-    common_terms: tuple[str, ...] = ()
     rerank: RerankChange | None = None
     context: str | None = None
 

@@ -42,8 +42,6 @@ def trace(value: Trace) -> dict[str, Any]:
         out["fused_rank"] = value.fused_rank
     if value.prf_terms:
         out["prf_terms"] = list(value.prf_terms)
-    if value.common_terms:
-        out["common_terms"] = list(value.common_terms)
     if value.rerank is not None:
         out["rerank"] = asdict(value.rerank)
     if value.context is not None:
@@ -159,7 +157,6 @@ def explanation(value: Explanation) -> dict[str, Any]:
         "uri": value.uri,
         "retired": value.retired,
         "excluded_by": list(value.excluded_by),
-        "common_terms": list(value.common_terms),
         "returned": value.returned,
         "k": value.k,
         "fused_rank": value.fused_rank,

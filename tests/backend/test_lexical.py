@@ -1,20 +1,22 @@
-"""Conformance: BM25 with FTS5's formula, escaping, filters and the common-terms cut-off."""
+"""Conformance: BM25 by the formula of storage/bm25.py over the analyzer's tokens, escaping,
+filters, repeated query words and text in Chinese, Japanese and Korean."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import pytest
 
-from nexusbrain.config import LexicalConfig
 from nexusbrain.records import Chunk, SearchFilters
+from nexusbrain.storage.analyzer import tokens
 from nexusbrain.storage.base import Backend
 
-from .conftest import OpenBackend, chunk, draft, write
+from .conftest import chunk, draft, write
 
 K1, B = 1.2, 0.75
 WEIGHTS = (1.0, 0.5, 0.3)  # LexicalConfig's text, heading and context weights
-# (text, heading path, context): words that stemming leaves alone or maps one to one
+# (text, heading path, context)
 ROWS = [
     ("apple apple pie", ("fruit",), ""),
     ("apple tart", ("apple",), "pie"),
@@ -28,20 +30,23 @@ ROWS = [
 
 
 def reference_bm25(query: list[str]) -> dict[int, float]:
-    """FTS5's bm25() by hand: weighted term frequencies over the columns, the row size in
-    tokens over all columns, idf clamped to 1e-6 (fts5_aux.c)."""
-    columns = [(text.split(), list(heading), context.split()) for text, heading, context in ROWS]
+    """BM25 by hand, word by word: Lucene's idf, weighted term frequencies over the columns,
+    the row size in tokens over all columns, and 1 + ln(q) for a token said q times."""
+    columns = [
+        (tokens(text), tokens(" ".join(heading)), tokens(context))
+        for text, heading, context in ROWS
+    ]
     sizes = [sum(len(c) for c in row) for row in columns]
     average = sum(sizes) / len(sizes)
     scores: dict[int, float] = {}
-    for term in query:
+    said = Counter(t for word in query for t in tokens(word))
+    for term, times in said.items():
         holding = [i for i, row in enumerate(columns) if any(term in c for c in row)]
-        idf = math.log((len(ROWS) - len(holding) + 0.5) / (len(holding) + 0.5))
-        idf = idf if idf > 0 else 1e-6
+        idf = math.log(1 + (len(ROWS) - len(holding) + 0.5) / (len(holding) + 0.5))
         for i in holding:
             f = sum(w * col.count(term) for w, col in zip(WEIGHTS, columns[i], strict=True))
             norm = f + K1 * (1 - B + B * sizes[i] / average)
-            scores[i] = scores.get(i, 0.0) + idf * f * (K1 + 1) / norm
+            scores[i] = scores.get(i, 0.0) + (1 + math.log(times)) * idf * f * (K1 + 1) / norm
     return scores
 
 
@@ -55,7 +60,16 @@ def _load(backend: Backend) -> list[Chunk]:
 
 
 @pytest.mark.parametrize(
-    "query", [["apple"], ["pie"], ["apple", "pie"], ["stone", "map", "lantern"], ["cream"]]
+    "query",
+    [
+        ["apple"],
+        ["pie"],
+        ["apple", "pie"],
+        ["stone", "map", "lantern"],
+        ["cream"],
+        ["apples", "pie", "pie", "pies"],  # stems meet; a repeated word weighs 1 + ln 3
+        ["rivers", "map", "stone", "stones"],
+    ],
 )
 def test_scores_are_fts5_s_bm25(backend: Backend, query: list[str]) -> None:
     chunks = _load(backend)
@@ -130,52 +144,39 @@ def test_filters_and_best_per_document(backend: Backend) -> None:
     assert lexical.search(["apple"], 0, SearchFilters()).scored == []
 
 
-def _zebras(backend: Backend) -> list[Chunk]:
-    """40 chunks over 4 documents: 'zebra' in all, 'lion' in 12, 'okapi' in one."""
-    ids = []
-    for d in range(4):
-        texts = [
-            " ".join(["zebra"] * (1 + i % 3) + (["lion"] if i % 4 == 0 else []) + ["grass"] * i)
-            + (" okapi" if (d, i) == (2, 5) else "")
-            for i in range(10)
-        ]
-        chunks = [chunk(t, i) for i, t in enumerate(texts)]
-        ids.append(write(backend, draft(f"d{d}.md"), chunks).document_id)
-    return [c for document in ids for c in backend.documents.chunks_of(document)]
+def test_a_repeated_word_weighs_more_but_not_twice_as_much(backend: Backend) -> None:
+    _load(backend)
+    once = backend.lexical.search(["pie", "stone"], 10, SearchFilters()).scored
+    twice = backend.lexical.search(["pie", "pie", "stone"], 10, SearchFilters()).scored
+    by_chunk = {s.chunk_id: s.score for s in once}
+    pie = [s for s in twice if s.chunk_id in by_chunk and by_chunk[s.chunk_id] != s.score]
+    assert pie  # the pie chunks gained
+    alone = {
+        s.chunk_id: s.score for s in backend.lexical.search(["pie"], 10, SearchFilters()).scored
+    }
+    for scored in pie:
+        gain = scored.score - by_chunk[scored.chunk_id]
+        assert gain == pytest.approx(math.log(2) * alone[scored.chunk_id], rel=1e-9)
 
 
-@pytest.mark.parametrize(
-    ("share", "min_rows", "common"),
-    [(0.5, 1, ("zebra",)), (0.2, 1, ("zebra", "lion")), (0.2, 13, ("zebra",)), (0.2, 41, ())],
-)
-def test_common_terms_are_those_past_the_share_and_the_row_floor(
-    open_backend: OpenBackend, share: float, min_rows: int, common: tuple[str, ...]
-) -> None:
-    _zebras(open_backend())
-    lexical = open_backend(LexicalConfig(common_share=share, common_min_rows=min_rows)).lexical
-    assert lexical.search(["zebra", "lion", "okapi"], 5, SearchFilters()).common_terms == common
-
-
-def test_common_terms_score_but_do_not_bring_chunks_in(open_backend: OpenBackend) -> None:
-    chunks = _zebras(open_backend())
-    terms = ["zebra", "lion", "okapi"]
-    full = open_backend(LexicalConfig(common_share=0.0)).lexical.search(terms, 100, SearchFilters())
-    assert len(full.scored) == 40 and full.common_terms == ()
-    cut = open_backend(LexicalConfig(common_share=0.5, common_min_rows=1)).lexical
-    split = cut.search(terms, 100, SearchFilters())
-    assert split.common_terms == ("zebra",)
-    rarer = {c.id for c in chunks if "lion" in c.text or "okapi" in c.text}
-    assert len(rarer) == 13
-    scores = {s.chunk_id: s.score for s in full.scored}
-    assert [s.chunk_id for s in split.scored] == [
-        s.chunk_id for s in full.scored if s.chunk_id in rarer
+def test_chinese_japanese_and_korean_are_found_by_their_words(backend: Backend) -> None:
+    texts = [
+        "東京都の人口は約千四百万人です。",  # Tokyo's population
+        "北京是中华人民共和国的首都。",  # Beijing is the capital
+        "서울특별시는 대한민국의 수도이다.",  # Seoul is the capital
+        "The capital of France is Paris.",
     ]
-    assert [s.score for s in split.scored] == pytest.approx(
-        [scores[s.chunk_id] for s in split.scored], rel=1e-12
-    )
-    assert cut.search(terms, 3, SearchFilters()).scored == split.scored[:3]
-    # every term common: the plain OR query
-    alone = cut.search(["zebra"], 100, SearchFilters()).scored
-    assert len(alone) == 40
-    best = cut.search(terms, 100, SearchFilters(), best_per_document=True).scored
-    assert len(best) == 4 and len({s.document_id for s in best}) == 4
+    ids = [write(backend, draft(f"{i}.md"), [chunk(t)]).document_id for i, t in enumerate(texts)]
+    chunk_of = {backend.documents.chunks_of(d)[0].id: d for d in ids}
+
+    def found(word: str) -> list[int]:
+        hits = backend.lexical.search([word], 5, SearchFilters()).scored
+        return [chunk_of[s.chunk_id] for s in hits]
+
+    assert found("東京") == [ids[0]]  # a word inside a longer run
+    assert found("人口") == [ids[0]]
+    assert found("首都") == [ids[1]]
+    assert found("서울") == [ids[2]]
+    assert found("수도") == [ids[2]]
+    assert found("paris") == [ids[3]]
+    assert found("京") == []  # a lone character is not a word of those runs

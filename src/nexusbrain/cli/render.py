@@ -103,16 +103,11 @@ def hits(found: Sequence[Hit], *, explain: bool = False) -> None:
             click.echo(_trace(hit.trace))
 
 
-_COMMON = "common terms (scored only chunks with a rarer term)"
-
-
 def _trace(trace: Trace) -> str:
     lines = [f"     {r.retriever}: rank {r.rank}, score {r.score:.4f}" for r in trace.retrievers]
     lines += [_fusion_line(f, trace.fusion_method) for f in trace.fusion]
     if trace.prf_terms:
         lines.append(f"     prf terms: {', '.join(trace.prf_terms)}")
-    if trace.common_terms:
-        lines.append(f"     {_COMMON}: {', '.join(trace.common_terms)}")
     if trace.rerank:
         r = trace.rerank
         lines.append(f"     rerank ({r.model}): {r.rank_before} -> {r.rank_after}, {r.score:.4f}")
@@ -168,8 +163,6 @@ def explanation(value: Mapping[str, Any]) -> None:
         click.echo("  the document is retired: it is no longer searched")
     for name in value["excluded_by"]:
         click.echo(f"  excluded by the filter {name}")
-    if value["common_terms"]:
-        click.echo(f"  {_COMMON}: {', '.join(value['common_terms'])}")
     fused = value["fused_rank"]
     click.echo(f"  fused rank: {fused if fused else 'not in the first ' + str(value['depth'])}")
     for item in value["lists"]:

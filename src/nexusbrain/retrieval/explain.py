@@ -26,9 +26,6 @@ class Explanation:
     uri: str
     retired: bool
     excluded_by: tuple[str, ...]  # filters the document fails
-    # query terms that only scored chunks with a rarer term: a chunk holding nothing else is
-    # absent from the BM25 lists
-    common_terms: tuple[str, ...]
     positions: tuple[ListPosition, ...]  # best chunk of the document in each list
     fused_rank: int | None
     fused_score: float | None
@@ -56,7 +53,6 @@ def explain(
         uri=document.uri,
         retired=document.deleted_at is not None,
         excluded_by=excluded,
-        common_terms=ranked.common_terms,
         positions=_positions(ranked, chunk_ids),
         fused_rank=fused_rank,
         fused_score=fused_score,

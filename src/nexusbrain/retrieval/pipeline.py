@@ -6,8 +6,7 @@ query ─┬─ bm25 ─────────────────┬─�
 
 Z-score fusion scores every candidate in every dense list (a dense retriever can score any
 chunk), so a BM25 hit that the dense list did not rank still gets its dense evidence. BM25
-runs on a worker thread beside the dense search, and its common query terms (in at least
-LexicalConfig.common_share of the chunks) score chunks without bringing any in.
+runs on a worker thread beside the dense search.
 """
 
 from __future__ import annotations
@@ -46,7 +45,6 @@ class Ranked:
     lists: Mapping[str, list[Scored]]
     fused: list[Fused]
     prf_terms: tuple[str, ...]
-    common_terms: tuple[str, ...] = ()  # query terms that scored but brought no chunk in
 
 
 class Searcher:
@@ -113,7 +111,7 @@ class Searcher:
         probes: dict[str, np.ndarray] = {}  # the centred query vector of each dense list
         index = self.index if config.dense and self.embedder is not None else None
         if index is None:
-            lists["bm25"], common = self._bm25(terms, depth, filters, best_per_document)
+            lists["bm25"] = self._bm25(terms, depth, filters, best_per_document)
         else:
             assert self.embedder is not None
             # SQLite lets go of the GIL while it reads postings (and numpy while it scores),
@@ -124,31 +122,26 @@ class Searcher:
             dense = index.search(
                 probes["dense"], depth, filters, best_per_document=best_per_document
             )
-            lists["bm25"], common = lexical.result()
+            lists["bm25"] = lexical.result()
             lists["dense"] = dense
         expansion: list[str] = []
         feedback = lists["bm25"][: config.prf_config.feedback_docs] if config.prf else []
         if feedback:
             expansion = self._expansion_terms(feedback, terms, config)
             if expansion:
-                lists["bm25_prf"], more = self._bm25(
-                    terms + expansion, depth, filters, best_per_document
-                )
-                common += more
+                lists["bm25_prf"] = self._bm25(terms + expansion, depth, filters, best_per_document)
             if index is not None:
                 probes["dense_prf"] = self._rocchio(probes["dense"], feedback, config)
                 lists["dense_prf"] = index.search(
                     probes["dense_prf"], depth, filters, best_per_document=best_per_document
                 )
         fused = self._fuse(lists, probes, config)
-        return Ranked(lists, fused, tuple(expansion), tuple(dict.fromkeys(common)))
+        return Ranked(lists, fused, tuple(expansion))
 
     def _bm25(
         self, terms: Sequence[str], depth: int, filters: SearchFilters, best: bool
-    ) -> tuple[list[Scored], list[str]]:
-        """BM25's list, and the query's common terms (see LexicalConfig.common_share)."""
-        found = self.lexical.search(terms, depth, filters, best_per_document=best)
-        return found.scored, list(found.common_terms)
+    ) -> list[Scored]:
+        return self.lexical.search(terms, depth, filters, best_per_document=best).scored
 
     def _expansion_terms(
         self, feedback: list[Scored], terms: list[str], config: SearchConfig
@@ -273,6 +266,5 @@ def _traced(
         fusion_method=method,
         fused_rank=rank,
         prf_terms=ranked.prf_terms,
-        common_terms=ranked.common_terms,
     )
     return fused.chunk_id, fused.score, trace

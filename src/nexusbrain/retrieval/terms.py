@@ -61,11 +61,12 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 def query_terms(
     text: str, *, drop_stopwords: bool = True, extended_stopwords: bool = False
 ) -> list[str]:
-    """Lower-cased distinct words of `text`, in first-seen order.
+    """Lower-cased words of `text`, in order; a word said twice is there twice (BM25 weighs
+    it for that: storage/bm25.py).
 
     Stopwords (Lucene's set, or with `extended_stopwords` also question and function words)
     are dropped unless that would leave nothing: a query of only stopwords still searches."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    words = [w.lower() for w in _WORD.findall(text)]
     if not drop_stopwords:
         return words
     stop = FEEDBACK_STOPWORDS if extended_stopwords else STOPWORDS

@@ -146,18 +146,16 @@ class DocumentStore(DocumentWrites, Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LexicalHits:
-    """A BM25 list, and the query terms that scored chunks without bringing any in."""
+    """A BM25 list, best first."""
 
     scored: list[Scored]
-    common_terms: tuple[str, ...] = ()
 
 
 class LexicalIndex(Protocol):
-    """BM25 over each chunk's text, heading path and context, weighted as LexicalConfig says.
-    Terms are plain words, joined with OR; the index escapes them, so no term is ever read as
-    query syntax. Scores are higher-is-better. A term in at least LexicalConfig.common_share
-    of the chunks adds to the score of chunks that hold another term but brings in no chunk
-    by itself (unless every term is common); scores are always over all the terms."""
+    """BM25 (storage/bm25.py) over each chunk's text, heading path and context, weighted as
+    LexicalConfig says. Terms are plain words: the index analyzes them into tokens
+    (storage/analyzer.py) and looks each up as a value, so no text is ever read as query
+    syntax. Scores are higher-is-better; equal scores go to the lower chunk id."""
 
     def search(
         self,

@@ -1,21 +1,80 @@
-"""The SQLite backend's lexical index: BM25 over FTS5, scored from FTS5's postings in numpy where
-it can be (fts_postings.py), else by FTS5's own bm25(); the same rows and scores either way."""
+"""The SQLite backend's lexical index: FTS5 holds the postings of the analyzer's tokens
+(migration 8: a contentless table over `nb_tokens(text)`, kept in step by triggers), and
+BM25 is scored from them in numpy (storage/bm25.py).
+
+A token's postings are read from an fts5vocab 'instance' table, joined into one string inside
+SQLite (a fraction of what FTS5's own ranking costs a row); row lengths from `%_docsize`; the
+row and token counts from FTS5's averages record. A search reads them inside one read
+transaction, so they describe one snapshot.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
 
 from nexusbrain.config import LexicalConfig
 from nexusbrain.errors import StorageError
-from nexusbrain.records import Scored, SearchFilters
+from nexusbrain.records import SearchFilters
+from nexusbrain.storage.analyzer import analyzed
 from nexusbrain.storage.base import LexicalHits
+from nexusbrain.storage.bm25 import Ids, PostingScorer, batches
+from nexusbrain.storage.sqlite import vectors as vector_sql
 from nexusbrain.storage.sqlite.filters import filter_sql
-from nexusbrain.storage.sqlite.fts import bm25_call, match_expressions
-from nexusbrain.storage.sqlite.postings import PostingScorer
 
 TABLE = "chunks_fts"
+COLUMNS = ("text", "heading", "context")
+# The SQL function that gives FTS5 a column's tokens. A contentless table is told a deleted
+# row's tokens again, so they must be what they were when it was inserted: a change to the
+# analyzer needs a new function name and a migration that rebuilds the table with it.
+TOKENS_FUNCTION = "nb_tokens_v1"
+MIGRATION = f"""
+DROP TRIGGER chunks_fts_insert;
+DROP TRIGGER chunks_fts_delete;
+DROP TABLE chunks_fts;
+CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+    text, heading, context, content = '', tokenize = 'ascii'
+);
+CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts (rowid, text, heading, context) VALUES (new.id,
+        {TOKENS_FUNCTION}(new.text), {TOKENS_FUNCTION}(new.heading),
+        {TOKENS_FUNCTION}(new.context));
+END;
+CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts (chunks_fts, rowid, text, heading, context) VALUES ('delete', old.id,
+        {TOKENS_FUNCTION}(old.text), {TOKENS_FUNCTION}(old.heading),
+        {TOKENS_FUNCTION}(old.context));
+END;
+INSERT INTO chunks_fts (rowid, text, heading, context)
+    SELECT id, {TOKENS_FUNCTION}(text), {TOKENS_FUNCTION}(heading), {TOKENS_FUNCTION}(context)
+    FROM chunks;
+"""
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """Give a connection the tokens function its triggers call (every writing connection
+    needs it)."""
+    conn.create_function(TOKENS_FUNCTION, 1, _tokens_of, deterministic=True)
+
+
+def _tokens_of(text: str | None) -> str:
+    return analyzed(text) if text else ""
+
+
+_COLUMN_BITS = 2  # a posting is encoded as row * 4 + column index inside SQLite
+_POSTINGS = (
+    f"SELECT group_concat((doc << {_COLUMN_BITS}) + CASE col"
+    + "".join(f" WHEN '{c}' THEN {i}" for i, c in enumerate(COLUMNS))
+    + " END) FROM temp.nb_postings WHERE term = ?"
+)
+_VOCAB = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.nb_postings USING fts5vocab(main, {TABLE}, instance)"
+)
+_SIZE_BATCH = 4_096  # %_docsize rows read per statement on the first load
 
 
 class SQLiteLexicalIndex:
@@ -25,7 +84,8 @@ class SQLiteLexicalIndex:
     def __init__(self, connection: Callable[[], sqlite3.Connection], config: LexicalConfig):
         self._connection = connection
         self.config = config
-        self._postings = PostingScorer(TABLE, config.postings_cache_mb << 20)
+        self._scorer = PostingScorer(self, config)
+        self._local = threading.local()
 
     def search(
         self,
@@ -35,105 +95,132 @@ class SQLiteLexicalIndex:
         *,
         best_per_document: bool = False,
     ) -> LexicalHits:
-        config = self.config
-        common = self.common_terms(terms, config.common_share, config.common_min_rows)
-        found = self.rank(terms, k, filters, best_per_document=best_per_document, common=common)
-        return LexicalHits(found, tuple(common))
-
-    def common_terms(self, terms: Sequence[str], share: float, min_rows: int) -> list[str]:
-        """The terms found in at least `share` of the chunks and in at least `min_rows`
-        chunks (none when `share` is 0)."""
         try:
-            return self._postings.common_terms(self._connection(), terms, share, min_rows)
+            found = self._scorer.search(terms, k, filters, best_per_document=best_per_document)
         except sqlite3.OperationalError as exc:
             raise StorageError(f"lexical search failed for {list(terms)!r}: {exc}") from exc
+        return LexicalHits(found)
 
-    def rank(
-        self,
-        terms: Sequence[str],
-        k: int,
-        filters: SearchFilters,
-        *,
-        best_per_document: bool = False,
-        common: Sequence[str] = (),
-        from_postings: bool | None = None,
-    ) -> list[Scored]:
-        """BM25's top k with these common terms; `from_postings` overrides the config's
-        choice between the numpy scorer and FTS5's bm25() (the same answers)."""
-        postings = self.config.from_postings if from_postings is None else from_postings
+    @contextmanager
+    def read(self) -> Iterator[_Read]:
+        """A read of the index: its own read transaction, unless the connection is already
+        inside a write (whose uncommitted rows it then sees, and nothing of which is kept)."""
         conn = self._connection()
+        self._prepare(conn)
+        if conn.in_transaction:
+            yield _Read(conn, vector_sql.latest_change(conn), cacheable=False)
+            return
+        conn.execute("BEGIN")
         try:
-            return self._rank(conn, terms, k, filters, best_per_document, common, postings)
-        except sqlite3.OperationalError as exc:
-            raise StorageError(f"lexical search failed for {list(terms)!r}: {exc}") from exc
+            yield _Read(conn, vector_sql.latest_change(conn), cacheable=True)
+        finally:
+            conn.execute("COMMIT")
 
-    def _rank(
-        self,
-        conn: sqlite3.Connection,
-        terms: Sequence[str],
-        k: int,
-        filters: SearchFilters,
-        best_per_document: bool,
-        common: Sequence[str],
-        from_postings: bool,
-    ) -> list[Scored]:
-        matches = match_expressions(terms, common)
-        if not matches or k <= 0:
-            return []
-        where, params = filter_sql(filters)
-        weights = self.config.weights
-        if from_postings and not where:
-            found = self._postings.search(
-                conn, terms, k, weights=weights, common=common, best_per_document=best_per_document
-            )
-            if found is not None:
-                return found
-        # bm25() in the select list is cheaper than FTS5's `rank MATCH` path (same scores).
-        rank_fn = bm25_call(TABLE, weights)
-        if not where and not best_per_document:
-            sql = (
-                f"SELECT rowid, {rank_fn} AS score FROM {TABLE} WHERE {TABLE} MATCH ?"
-                " ORDER BY score, rowid LIMIT ?"
-            )
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """This connection's fts5vocab table. Made inside a write, it goes if the write rolls
+        back, so it is made again each time there; made outside, once."""
+        if getattr(self._local, "conn", None) is conn:
+            return
+        conn.execute(_VOCAB)
+        if not conn.in_transaction:
+            self._local.conn = conn
+
+
+class _Read:
+    """A `PostingsRead` over one connection."""
+
+    def __init__(self, conn: sqlite3.Connection, seq: int, *, cacheable: bool) -> None:
+        self.conn = conn
+        self.seq = seq
+        self.cacheable = cacheable
+
+    def totals(self) -> tuple[int, int]:
+        """FTS5's row count and its token count over every column (its averages record)."""
+        found = self.conn.execute(f"SELECT block FROM {TABLE}_data WHERE id = 1").fetchone()
+        counts = varints(found[0]) if found is not None else []
+        return (counts[0], sum(counts[1:])) if counts else (0, 0)
+
+    def sizes(self, chunk_ids: Sequence[int] | None) -> tuple[Ids, Ids]:
+        rows: list[tuple[int, bytes]] = []
+        if chunk_ids is None:
+            last = -(1 << 62)
+            while batch := self.conn.execute(
+                f"SELECT id, sz FROM {TABLE}_docsize WHERE id > ? ORDER BY id LIMIT ?",
+                (last, _SIZE_BATCH),
+            ).fetchall():
+                rows += batch
+                last = int(batch[-1][0])
         else:
-            sql = _filtered_search_sql(where, best_per_document, rank_fn)
-        rows: list[Any] = []
-        for match in matches:
-            rows += conn.execute(sql, (match, *params, k)).fetchall()
-        if len(matches) > 1:  # the two disjoint halves of the split query, merged
-            rows = _best_rows(rows, best_per_document)[:k]
-        if best_per_document:
-            return [Scored(int(r[0]), -float(r[1]), int(r[2])) for r in rows]
-        return [Scored(int(row[0]), -float(row[1])) for row in rows]
+            for part in batches(chunk_ids):
+                marks = ",".join("?" * len(part))
+                rows += self.conn.execute(
+                    f"SELECT id, sz FROM {TABLE}_docsize WHERE id IN ({marks})", part
+                ).fetchall()
+        ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+        return ids, record_sums([r[1] for r in rows])
+
+    def added_since(self, seq: int) -> list[int]:
+        return vector_sql.changes_since(self.conn, seq)[1]
+
+    def postings(self, token: str) -> tuple[Ids, np.ndarray]:
+        joined = self.conn.execute(_POSTINGS, (token,)).fetchone()[0]
+        if not joined:
+            return np.zeros(0, np.int64), np.zeros((0, len(COLUMNS)))
+        coded = np.fromstring(joined, dtype=np.int64, sep=",")
+        rows = coded >> _COLUMN_BITS
+        held, inverse = np.unique(rows, return_inverse=True)
+        tf = np.zeros((len(held), len(COLUMNS)))
+        np.add.at(tf, (inverse, coded & ((1 << _COLUMN_BITS) - 1)), 1.0)
+        return held, tf
+
+    def owners(self, chunk_ids: Sequence[int]) -> dict[int, int]:
+        owner: dict[int, int] = {}
+        for part in batches(chunk_ids):
+            marks = ",".join("?" * len(part))
+            owner.update(
+                self.conn.execute(
+                    f"SELECT id, document_id FROM chunks WHERE id IN ({marks})", part
+                ).fetchall()
+            )
+        return owner
+
+    def matching(self, filters: SearchFilters) -> Ids:
+        where, params = filter_sql(filters)
+        rows = self.conn.execute(
+            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
+            + (f" WHERE {where}" if where else ""),
+            params,
+        ).fetchall()
+        return np.fromiter((r[0] for r in rows), np.int64, len(rows))
 
 
-def _best_rows(rows: list[Any], best_per_document: bool) -> list[Any]:
-    """Rows of both halves in score order (lower bm25 is better, then the lower id); for
-    documents, each document's best row only."""
-    ordered = sorted(rows, key=lambda r: (float(r[1]), int(r[0])))
-    if not best_per_document:
-        return ordered
-    seen: set[int] = set()
-    best = []
-    for row in ordered:
-        if int(row[2]) not in seen:
-            seen.add(int(row[2]))
-            best.append(row)
-    return best
+def varints(blob: bytes) -> list[int]:
+    """The SQLite varints of an FTS5 record: groups of 7 bits, most significant first.
+    (The 9-byte form, for values past 2**56, never occurs in token counts.)"""
+    out, value = [], 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            out.append(value)
+            value = 0
+    return out
 
 
-def _filtered_search_sql(where: str, best_per_document: bool, rank_fn: str) -> str:
-    extra = f" AND {where}" if where else ""
-    inner = (
-        f"SELECT f.rowid AS id, {rank_fn} AS score, c.document_id AS doc"
-        f" FROM {TABLE} f JOIN chunks c ON c.id = f.rowid"
-        " JOIN documents d ON d.id = c.document_id"
-        f" WHERE {TABLE} MATCH ?{extra}"
-    )
-    if not best_per_document:
-        return f"{inner} ORDER BY score, id LIMIT ?"
-    return (
-        "SELECT id, score, doc FROM (SELECT id, score, doc, row_number() OVER"
-        f" (PARTITION BY doc ORDER BY score, id) AS n FROM ({inner})) WHERE n = 1"
-        " ORDER BY score, id LIMIT ?"
-    )
+def record_sums(blobs: Sequence[bytes]) -> Ids:
+    """The sum of each record's varints (a %_docsize record: the row's size in tokens), for
+    many records at once."""
+    if not blobs:
+        return np.zeros(0, np.int64)
+    lengths = np.fromiter(map(len, blobs), np.int64, len(blobs))
+    raw = np.frombuffer(b"".join(blobs), np.uint8).astype(np.int64)
+    ends = np.flatnonzero(raw < 0x80)  # the last byte of each varint
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    values = np.zeros(len(ends), np.int64)
+    for offset in range(int((ends - starts).max()) + 1):
+        at = starts + offset
+        live = at <= ends
+        values[live] = (values[live] << 7) | (raw[at[live]] & 0x7F)
+    owner = np.searchsorted(np.cumsum(lengths) - 1, ends)  # the record each varint ends in
+    sums = np.zeros(len(blobs), np.int64)
+    np.add.at(sums, owner, values)
+    return sums

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nexusbrain.storage.sqlite.graph import MIGRATION as GRAPH_MIGRATION
+from nexusbrain.storage.sqlite.lexical import MIGRATION as LEXICAL_MIGRATION
 from nexusbrain.storage.sqlite.vectors import COVERAGE_MIGRATION as VECTORS_COVERAGE_MIGRATION
 from nexusbrain.storage.sqlite.vectors import MIGRATION as VECTORS_MIGRATION
 from nexusbrain.storage.sqlite.vectors import ROWID_MIGRATION as VECTORS_ROWID_MIGRATION
@@ -101,6 +102,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (8, LEXICAL_MIGRATION),  # the analyzer's tokens (storage/analyzer.py), contentless FTS5
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)

@@ -34,7 +34,7 @@ from nexusbrain.records import (
 )
 from nexusbrain.storage.base import DocumentItems
 from nexusbrain.storage.graph_base import GraphSession
-from nexusbrain.storage.sqlite import multirow, transfer
+from nexusbrain.storage.sqlite import lexical, multirow, transfer
 from nexusbrain.storage.sqlite import vectors as vector_sql
 from nexusbrain.storage.sqlite.filters import filter_sql
 from nexusbrain.storage.sqlite.graph import GraphWrites
@@ -127,6 +127,7 @@ class SQLiteStore:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            lexical.register(conn)
             self._local.conn = conn
             with self._connections_lock:
                 self._connections.append(conn)

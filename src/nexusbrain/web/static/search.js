@@ -162,10 +162,6 @@
       parts.push(h("p", {}, "Expansion terms (PRF):"),
         h("ul", { class: "chips", "aria-label": "Expansion terms" }, trace.prf_terms.map((t) => h("li", {}, t))));
     }
-    if (trace.common_terms && trace.common_terms.length) {
-      parts.push(h("p", {}, "Common terms (they scored only chunks with a rarer query term):"),
-        h("ul", { class: "chips", "aria-label": "Common terms" }, trace.common_terms.map((t) => h("li", {}, t))));
-    }
     if (trace.rerank) {
       const r = trace.rerank;
       parts.push(h("p", {}, `Rerank (${r.model}): #${r.rank_before} → #${r.rank_after}, score ${NB.number(r.score, 3)}`));

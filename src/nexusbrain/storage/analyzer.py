@@ -1,0 +1,95 @@
+"""The lexical analyzer: text into the tokens the lexical index holds, the same for every
+backend and for queries (pure).
+
+- Text is NFKC-normalised and case-folded ("Ｆｉｌｅ²" → "file2"), and accents on Latin,
+  Greek and Cyrillic letters are dropped ("café" → "cafe").
+- Tokens are runs of letters and digits; anything else, the underscore included, separates
+  them ("foo_bar" is two tokens).
+- A run of Chinese, Japanese or Korean characters becomes its overlapping character bigrams
+  ("東京都" → "東京", "京都"; a lone character stays one token), since those scripts do not
+  put spaces between words: a word a person types is then found inside a longer run.
+- Other tokens are stemmed with the Porter stemmer ("running" → "run").
+
+Stopwords are kept: they count towards a chunk's length, and a query drops its own
+(retrieval/terms.py).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+
+import Stemmer
+
+_ASCII_RUN = re.compile(r"[a-z0-9]+")
+_RUN = re.compile(r"[^\W_]+")
+# Han (with extensions and compatibility forms), kana and Hangul
+_CJK_CHARS = (
+    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0002fa1f\U00030000-\U0003134f"
+)
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+_PIECES = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
+_ACCENTED_BELOW = "\u0530"  # Latin, Greek and Cyrillic end here
+_local = threading.local()  # a stemmer keeps a cache: one per thread
+
+
+def tokens(text: str) -> list[str]:
+    """The index tokens of `text`, in order."""
+    if text.isascii():
+        return _stemmed(_ASCII_RUN.findall(text.lower()))
+    out: list[str] = []
+    plain: list[str] = []
+    for run in _RUN.findall(_folded(text)):
+        if not _CJK.search(run):
+            plain.append(run)
+            continue
+        out += _stemmed(plain)
+        plain = []
+        for piece in _PIECES.findall(run):
+            out += _bigrams(piece) if _CJK.match(piece) else _stemmed([piece])
+    return out + _stemmed(plain)
+
+
+def _bigrams(piece: str) -> list[str]:
+    return [piece] if len(piece) == 1 else [piece[i : i + 2] for i in range(len(piece) - 1)]
+
+
+def analyzed(text: str) -> str:
+    """The tokens of `text` joined by spaces: what the SQLite backend hands FTS5."""
+    return " ".join(tokens(text))
+
+
+def query_tokens(words: Iterable[str]) -> Counter[str]:
+    """How many times each token occurs in the query's words, in first-seen order."""
+    counts: Counter[str] = Counter()
+    for word in words:
+        counts.update(tokens(word))
+    return counts
+
+
+def _folded(text: str) -> str:
+    """NFKC, case-folded, with combining accents dropped from Latin, Greek and Cyrillic."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+    kept: list[str] = []
+    base = ""
+    for char in decomposed:
+        if unicodedata.combining(char):
+            if base < _ACCENTED_BELOW:
+                continue
+        else:
+            base = char
+        kept.append(char)
+    return unicodedata.normalize("NFC", "".join(kept))
+
+
+def _stemmed(words: list[str]) -> list[str]:
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("porter")
+    stems: list[str] = stemmer.stemWords(words)
+    return [stem for stem in stems if stem]  # Porter takes a lone "s" to nothing

@@ -1,0 +1,265 @@
+"""BM25 from postings, in numpy, for every backend: the formula (pure functions) and a scorer
+that caches what a backend's postings give it (`PostingsSource`).
+
+The formula, per query token t with weight w_t in a chunk of length D (tokens over all its
+columns), over N chunks of average length avgdl, n_t of which hold t:
+
+    score = Σ_t w_t · idf_t · f · (k1 + 1) / (f + k1 · (1 − b + b · D / avgdl))
+    idf_t = ln(1 + (N − n_t + 0.5) / (n_t + 0.5))            (Lucene's: never negative)
+    f     = Σ_columns weight_column · tf_column                (text 1, heading 0.5, context 0.3)
+    w_t   = 1 + ln(times t occurs in the query)
+
+A word said twice in a long question counts for more than a word said once, but not twice as
+much (docs/tuning.md has the measurements that chose this over FTS5's own bm25()).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from nexusbrain.config import LexicalConfig
+from nexusbrain.records import Scored, SearchFilters
+from nexusbrain.storage.analyzer import query_tokens
+
+Ids = NDArray[np.int64]
+Floats = NDArray[np.float64]
+Shares = tuple[Ids, Floats]  # the rows holding a token, and its share of each row's score
+_ID_BATCH = 900
+
+
+def idf(n_rows: int, holding: int) -> float:
+    return math.log(1.0 + (n_rows - holding + 0.5) / (holding + 0.5))
+
+
+def query_weight(count: int) -> float:
+    return 1.0 + math.log(count)
+
+
+def shares(
+    freq: Floats, sizes: Floats, idf_value: float, avgdl: float, k1: float, b: float
+) -> Floats:
+    """A token's BM25 share of each row holding it, from its weighted frequency there."""
+    out: Floats = idf_value * (freq * (k1 + 1.0)) / (freq + k1 * (1.0 - b + b * sizes / avgdl))
+    return out
+
+
+class PostingsRead(Protocol):
+    """One consistent read of a backend's lexical index (a read transaction)."""
+
+    @property
+    def seq(self) -> int:
+        """The chunk change this read sees the index up to."""
+        ...
+
+    @property
+    def cacheable(self) -> bool:
+        """False when the read is inside a write that may yet roll back: nothing it shows may
+        be kept past it."""
+        ...
+
+    def totals(self) -> tuple[int, int]:
+        """(chunks, tokens over every column of every chunk)."""
+        ...
+
+    def sizes(self, chunk_ids: Sequence[int] | None) -> tuple[Ids, Ids]:
+        """(chunk ids, their lengths in tokens) of these chunks, or of every chunk."""
+        ...
+
+    def added_since(self, seq: int) -> list[int]:
+        """Chunk ids added (or re-used) since that change."""
+        ...
+
+    def postings(self, token: str) -> tuple[Ids, NDArray[np.float64]]:
+        """The chunk ids holding `token`, ascending, and its frequency in each of the three
+        columns (text, heading path, context): shape (rows, 3)."""
+        ...
+
+    def owners(self, chunk_ids: Sequence[int]) -> dict[int, int]:
+        """chunk id -> document id."""
+        ...
+
+    def matching(self, filters: SearchFilters) -> Ids:
+        """Ids of the live chunks that pass the filters."""
+        ...
+
+
+class PostingsSource(Protocol):
+    def read(self) -> AbstractContextManager[PostingsRead]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    n_rows: int
+    avgdl: float
+    sizes: NDArray[np.int32]
+
+
+class PostingScorer:
+    """BM25 over one backend's postings. Row lengths are kept in one array by chunk id,
+    brought up to date from the change log; scored postings are cached by (change, token)
+    within a byte budget, least recently used out first. Any write moves the change on, so
+    nothing stale is read. Shared by every thread of a backend."""
+
+    def __init__(self, source: PostingsSource, config: LexicalConfig) -> None:
+        self.source = source
+        self.config = config
+        self._weights = np.array(config.weights, np.float64)
+        self._lock = threading.Lock()
+        self._sizes = np.zeros(0, np.int32)
+        self._sizes_seq = -1
+        self._cache: OrderedDict[tuple[int, str], Shares] = OrderedDict()
+        self._cache_seq = -1
+        self._cache_used = 0
+        self._cache_budget = config.postings_cache_mb << 20
+
+    def search(
+        self,
+        terms: Sequence[str],
+        k: int,
+        filters: SearchFilters,
+        *,
+        best_per_document: bool = False,
+    ) -> list[Scored]:
+        """The top k chunks (or documents' best chunks) for these query words, best first;
+        equal scores go to the lower chunk id."""
+        counts = query_tokens(terms)
+        if not counts or k <= 0:
+            return []
+        with self.source.read() as read:
+            n_rows, n_tokens = read.totals()
+            if n_rows == 0:
+                return []
+            query = _Query(n_rows, n_tokens / n_rows, self._synced_sizes(read))
+            lists = [
+                (rows, share * query_weight(count))
+                for token, count in counts.items()
+                for rows, share in (self._shares(read, query, token),)
+                if len(rows)
+            ]
+            if not lists:
+                return []
+            rows, scores = _summed(lists)
+            if not filters.is_empty():
+                keep = np.isin(rows, read.matching(filters))
+                rows, scores = rows[keep], scores[keep]
+            if best_per_document:
+                return _best_documents(read, rows, scores, k)
+            top = _top(rows, scores, k)
+            return [Scored(int(r), float(s)) for r, s in zip(top[0], top[1], strict=True)]
+
+    def _synced_sizes(self, read: PostingsRead) -> NDArray[np.int32]:
+        """Every chunk's length, by id, as this read sees them. A read that may roll back
+        gets a private copy."""
+        with self._lock:
+            if read.cacheable and read.seq <= self._sizes_seq:
+                return self._sizes
+            if self._sizes_seq < 0:
+                fresh = _placed(np.zeros(0, np.int32), *read.sizes(None))
+            else:
+                base = self._sizes if read.cacheable else self._sizes.copy()
+                fresh = _placed(base, *read.sizes(read.added_since(self._sizes_seq)))
+            if read.cacheable:
+                self._sizes, self._sizes_seq = fresh, read.seq
+            return fresh
+
+    def _shares(self, read: PostingsRead, query: _Query, token: str) -> Shares:
+        key = (read.seq, token)
+        with self._lock:
+            hit = self._cache.get(key) if read.cacheable else None
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        rows, tf = read.postings(token)
+        freq = tf @ self._weights
+        size = query.sizes[rows].astype(np.float64)
+        value = idf(query.n_rows, len(rows))
+        found = (rows, shares(freq, size, value, query.avgdl, self.config.k1, self.config.b))
+        if read.cacheable:
+            self._remember(key, found)
+        return found
+
+    def _remember(self, key: tuple[int, str], value: Shares) -> None:
+        cost = value[0].nbytes + value[1].nbytes
+        seq = key[0]
+        with self._lock:
+            if seq < self._cache_seq or cost > self._cache_budget:
+                return
+            if seq > self._cache_seq:
+                self._cache.clear()
+                self._cache_used, self._cache_seq = 0, seq
+            if key in self._cache:
+                return
+            self._cache[key] = value
+            self._cache_used += cost
+            while self._cache_used > self._cache_budget:
+                _, (rows, share) = self._cache.popitem(last=False)
+                self._cache_used -= rows.nbytes + share.nbytes
+
+
+def _summed(lists: list[Shares]) -> tuple[Ids, Floats]:
+    """Every row holding a token, ascending, with its score: the tokens' shares added in
+    query order."""
+    rows = np.concatenate([r for r, _ in lists])
+    weights = np.concatenate([s for _, s in lists])
+    held, inverse = np.unique(rows, return_inverse=True)
+    scores = np.bincount(inverse, weights=weights, minlength=len(held)).astype(np.float64)
+    return held.astype(np.int64, copy=False), scores
+
+
+def _top(rows: Ids, scores: Floats, k: int) -> tuple[Ids, Floats]:
+    """The k best rows, higher score first and the lower row id among equals."""
+    if len(rows) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = scores >= kth  # every row tied with the k-th, so that ids break the tie
+        rows, scores = rows[keep], scores[keep]
+    order = np.lexsort((rows, -scores))[:k]
+    return rows[order], scores[order]
+
+
+def _best_documents(read: PostingsRead, rows: Ids, scores: Floats, k: int) -> list[Scored]:
+    """Each document's best row, for the k best documents: rows are read in rank order until
+    k documents have been seen."""
+    out: list[Scored] = []
+    seen: set[int] = set()
+    order = np.lexsort((rows, -scores))
+    ordered, ranked = rows[order], scores[order]
+    for start in range(0, len(ordered), _ID_BATCH):
+        batch = ordered[start : start + _ID_BATCH].tolist()
+        owner = read.owners(batch)
+        for i, row in enumerate(batch):
+            doc = owner[row]
+            if doc not in seen:
+                seen.add(doc)
+                out.append(Scored(row, float(ranked[start + i]), doc))
+                if len(out) == k:
+                    return out
+    return out
+
+
+def _placed(sizes: NDArray[np.int32], ids: Ids, values: Ids) -> NDArray[np.int32]:
+    """`sizes` with sizes[ids] = values, grown (with room to spare) when an id is past its
+    end. Only new or re-used ids change, so a search reading the array meanwhile is safe."""
+    if not len(ids):
+        return sizes
+    need = int(ids.max()) + 1
+    if need > len(sizes):
+        grown = np.zeros(max(need, len(sizes) + len(sizes) // 4), np.int32)
+        grown[: len(sizes)] = sizes
+        sizes = grown
+    sizes[ids] = values
+    return sizes
+
+
+def batches(ids: Sequence[int]) -> Iterator[list[int]]:
+    """Ids a few hundred at a time, for `IN (...)` lists."""
+    for start in range(0, len(ids), _ID_BATCH):
+        yield list(ids[start : start + _ID_BATCH])
