@@ -1,7 +1,8 @@
-"""Ablation of the hybrid pipeline on dev data (SciFact train, Cranfield, LoCoMo dev).
+"""Ablation of the hybrid pipeline on dev data (SciFact train, Cranfield, CISI, MED, LoCoMo dev).
 
 Usage:
   python scripts/tune_hybrid.py --datasets ../shared/datasets --profile edge [--only scifact]
+      [--variants JSON] [--json results.json]
 
 Builds one scratch brain per dataset (cached under --work, reused when it exists), then scores
 each variant of the search config in process. Only dev sets are used; the numbers in
@@ -88,7 +89,20 @@ def config_of(overrides: dict[str, Any]) -> SearchConfig:
     return replace(base, **values)
 
 
-def run_beir(settings: Settings, queries: dict, qrels: dict, graded: bool, configs: dict) -> None:
+# name: (split, graded nDCG). Cranfield's qrels are graded; the others are binary.
+BEIR_SETS = {
+    "scifact": ("train", False),
+    "cranfield": ("test", True),
+    "cisi": ("test", False),
+    "med": ("test", False),
+}
+Results = dict[str, dict[str, dict[str, Any]]]  # set: variant: {metric: mean, per_query: ...}
+
+
+def run_beir(
+    settings: Settings, queries: dict, qrels: dict, graded: bool, configs: dict
+) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for name, overrides in configs.items():
         brain, config = variant(settings, overrides)
         ndcg, r100, started = [], [], time.perf_counter()
@@ -106,6 +120,12 @@ def run_beir(settings: Settings, queries: dict, qrels: dict, graded: bool, confi
             f"  {name:28s} nDCG@10 {statistics.mean(ndcg):.4f}  R@100 {statistics.mean(r100):.4f}"
             f"  {ms:.1f} ms/q"
         )
+        out[name] = {
+            "ndcg@10": statistics.mean(ndcg),
+            "recall@100": statistics.mean(r100),
+            "per_query": {"ndcg@10": ndcg, "recall@100": r100},
+        }
+    return out
 
 
 def fill_beir(corpus: dict[str, tuple[str, str]]) -> Callable[[Brain], None]:
@@ -168,10 +188,12 @@ def _evidence(ids: Iterable[str]) -> set[str]:
     return out
 
 
-def run_locomo(settings: Settings, samples: list[dict], configs: dict) -> None:
+def run_locomo(settings: Settings, samples: list[dict], configs: dict) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for name, overrides in configs.items():
         brain, config = variant(settings, overrides)
         r5: dict[int, list[float]] = {}
+        r100: list[float] = []
         started, n = time.perf_counter(), 0
         for sample in samples:
             filters = SearchFilters(path_prefix=f"conversation://{sample['sample_id']}/")
@@ -179,16 +201,25 @@ def run_locomo(settings: Settings, samples: list[dict], configs: dict) -> None:
                 gold = _evidence(qa.get("evidence", []))
                 if not gold or qa["category"] == 5:
                     continue
-                hits = brain.search(qa["question"], k=10, filters=filters, config=config)
-                r5.setdefault(qa["category"], []).append(
-                    recall_at_k([h.unit or "" for h in hits], gold, 5)
-                )
+                hits = brain.search(qa["question"], k=100, filters=filters, config=config)
+                units = [h.unit or "" for h in hits]
+                r5.setdefault(qa["category"], []).append(recall_at_k(units, gold, 5))
+                r100.append(recall_at_k(units, gold, 100))
                 n += 1
         every = [v for vs in r5.values() for v in vs]
         per = "  ".join(f"c{c} {statistics.mean(v):.3f}" for c, v in sorted(r5.items()))
         ms = (time.perf_counter() - started) * 1000 / n
         brain.close()
-        print(f"  {name:28s} R@5 {statistics.mean(every):.4f}  ({per})  {ms:.1f} ms/q")
+        print(
+            f"  {name:28s} R@5 {statistics.mean(every):.4f}  ({per})"
+            f"  R@100 {statistics.mean(r100):.4f}  {ms:.1f} ms/q"
+        )
+        out[name] = {
+            "recall@5": statistics.mean(every),
+            "recall@100": statistics.mean(r100),
+            "per_query": {"recall@5": every, "recall@100": r100},
+        }
+    return out
 
 
 def main() -> None:
@@ -197,28 +228,29 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/nexusbrain-tune"))
     parser.add_argument("--profile", default="edge")
     parser.add_argument("--only", action="append")
-    parser.add_argument("--variants", help="JSON object of extra variants to try")
+    parser.add_argument("--variants", help="JSON object of the variants to try (replaces the list)")
+    parser.add_argument("--json", type=Path, help="also write every mean and per-query value here")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     configs = dict(VARIANTS)
     if args.variants:
         configs = json.loads(args.variants)
-    wanted = set(args.only or ["scifact", "cranfield", "locomo"])
-    if "scifact" in wanted:
-        corpus, queries, qrels = beir(args.datasets / "scifact", "train")
-        print(f"scifact train ({len(queries)} queries), profile {args.profile}")
-        brain = brain_for(args.work, "scifact", args.profile, fill_beir(corpus))
-        run_beir(brain, queries, qrels, False, configs)
-    if "cranfield" in wanted:
-        corpus, queries, qrels = beir(args.datasets / "cranfield", "test")
-        print(f"cranfield ({len(queries)} queries), profile {args.profile}")
-        brain = brain_for(args.work, "cranfield", args.profile, fill_beir(corpus))
-        run_beir(brain, queries, qrels, True, configs)
+    wanted = set(args.only or [*BEIR_SETS, "locomo"])
+    results: Results = {}
+    for set_name, (split, graded) in BEIR_SETS.items():
+        if set_name not in wanted:
+            continue
+        corpus, queries, qrels = beir(args.datasets / set_name, split)
+        print(f"{set_name} {split} ({len(queries)} queries), profile {args.profile}")
+        settings = brain_for(args.work, set_name, args.profile, fill_beir(corpus))
+        results[set_name] = run_beir(settings, queries, qrels, graded, configs)
     if "locomo" in wanted:
         samples = locomo(args.datasets / "locomo" / "locomo_dev.json")
         print(f"locomo dev, profile {args.profile}")
-        brain = brain_for(args.work, "locomo", args.profile, fill_locomo(samples))
-        run_locomo(brain, samples, configs)
+        settings = brain_for(args.work, "locomo", args.profile, fill_locomo(samples))
+        results["locomo"] = run_locomo(settings, samples, configs)
+    if args.json:
+        args.json.write_text(json.dumps(results), encoding="utf-8")
 
 
 if __name__ == "__main__":

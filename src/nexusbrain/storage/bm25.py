@@ -70,8 +70,9 @@ class PostingsRead(Protocol):
         """(chunks, tokens over every column of every chunk)."""
         ...
 
-    def sizes(self, chunk_ids: Sequence[int] | None) -> tuple[Ids, Ids]:
-        """(chunk ids, their lengths in tokens) of these chunks, or of every chunk."""
+    def rows(self, chunk_ids: Sequence[int] | None) -> tuple[Ids, Ids, Ids]:
+        """(chunk ids, their lengths in tokens, their documents) for these chunks, or for
+        every chunk."""
         ...
 
     def added_since(self, seq: int) -> list[int]:
@@ -81,10 +82,6 @@ class PostingsRead(Protocol):
     def postings(self, token: str) -> tuple[Ids, NDArray[np.float64]]:
         """The chunk ids holding `token`, ascending, and its frequency in each of the three
         columns (text, heading path, context): shape (rows, 3)."""
-        ...
-
-    def owners(self, chunk_ids: Sequence[int]) -> dict[int, int]:
-        """chunk id -> document id."""
         ...
 
     def matching(self, filters: SearchFilters) -> Ids:
@@ -97,10 +94,40 @@ class PostingsSource(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class _Rows:
+    """Every chunk's length in tokens and its document, by chunk id (0 where no chunk is)."""
+
+    sizes: NDArray[np.int32]
+    documents: Ids
+
+    def placed(self, ids: Ids, sizes: Ids, documents: Ids) -> _Rows:
+        """These rows set, in these arrays (grown, with room to spare, when an id is past
+        their end). Only new or re-used ids change, so a search reading them meanwhile is
+        safe."""
+        if not len(ids):
+            return self
+        need = int(ids.max()) + 1
+        size_of, document_of = self.sizes, self.documents
+        if need > len(size_of):
+            room = max(need, len(size_of) + len(size_of) // 4)
+            size_of = np.concatenate([size_of, np.zeros(room - len(size_of), np.int32)])
+            document_of = np.concatenate([document_of, np.zeros(room - len(document_of), np.int64)])
+        size_of[ids] = sizes
+        document_of[ids] = documents
+        return _Rows(size_of, document_of)
+
+    def copy(self) -> _Rows:
+        return _Rows(self.sizes.copy(), self.documents.copy())
+
+
+_NO_ROWS = _Rows(np.zeros(0, np.int32), np.zeros(0, np.int64))
+
+
+@dataclass(frozen=True, slots=True)
 class _Query:
     n_rows: int
     avgdl: float
-    sizes: NDArray[np.int32]
+    rows: _Rows
 
 
 class PostingScorer:
@@ -114,8 +141,8 @@ class PostingScorer:
         self.config = config
         self._weights = np.array(config.weights, np.float64)
         self._lock = threading.Lock()
-        self._sizes = np.zeros(0, np.int32)
-        self._sizes_seq = -1
+        self._rows = _NO_ROWS
+        self._rows_seq = -1
         self._cache: OrderedDict[tuple[int, str], Shares] = OrderedDict()
         self._cache_seq = -1
         self._cache_used = 0
@@ -138,7 +165,7 @@ class PostingScorer:
             n_rows, n_tokens = read.totals()
             if n_rows == 0:
                 return []
-            query = _Query(n_rows, n_tokens / n_rows, self._synced_sizes(read))
+            query = _Query(n_rows, n_tokens / n_rows, self._synced_rows(read))
             lists = [
                 (rows, share * query_weight(count))
                 for token, count in counts.items()
@@ -152,23 +179,23 @@ class PostingScorer:
                 keep = np.isin(rows, read.matching(filters))
                 rows, scores = rows[keep], scores[keep]
             if best_per_document:
-                return _best_documents(read, rows, scores, k)
+                return _best_documents(query.rows, rows, scores, k)
             top = _top(rows, scores, k)
             return [Scored(int(r), float(s)) for r, s in zip(top[0], top[1], strict=True)]
 
-    def _synced_sizes(self, read: PostingsRead) -> NDArray[np.int32]:
-        """Every chunk's length, by id, as this read sees them. A read that may roll back
-        gets a private copy."""
+    def _synced_rows(self, read: PostingsRead) -> _Rows:
+        """Every chunk's length and document, as this read sees them. A read that may roll
+        back gets a private copy."""
         with self._lock:
-            if read.cacheable and read.seq <= self._sizes_seq:
-                return self._sizes
-            if self._sizes_seq < 0:
-                fresh = _placed(np.zeros(0, np.int32), *read.sizes(None))
+            if read.cacheable and read.seq <= self._rows_seq:
+                return self._rows
+            if self._rows_seq < 0:
+                fresh = _NO_ROWS.placed(*read.rows(None))
             else:
-                base = self._sizes if read.cacheable else self._sizes.copy()
-                fresh = _placed(base, *read.sizes(read.added_since(self._sizes_seq)))
+                base = self._rows if read.cacheable else self._rows.copy()
+                fresh = base.placed(*read.rows(read.added_since(self._rows_seq)))
             if read.cacheable:
-                self._sizes, self._sizes_seq = fresh, read.seq
+                self._rows, self._rows_seq = fresh, read.seq
             return fresh
 
     def _shares(self, read: PostingsRead, query: _Query, token: str) -> Shares:
@@ -180,7 +207,7 @@ class PostingScorer:
                 return hit
         rows, tf = read.postings(token)
         freq = tf @ self._weights
-        size = query.sizes[rows].astype(np.float64)
+        size = query.rows.sizes[rows].astype(np.float64)
         value = idf(query.n_rows, len(rows))
         found = (rows, shares(freq, size, value, query.avgdl, self.config.k1, self.config.b))
         if read.cacheable:
@@ -225,38 +252,14 @@ def _top(rows: Ids, scores: Floats, k: int) -> tuple[Ids, Floats]:
     return rows[order], scores[order]
 
 
-def _best_documents(read: PostingsRead, rows: Ids, scores: Floats, k: int) -> list[Scored]:
-    """Each document's best row, for the k best documents: rows are read in rank order until
-    k documents have been seen."""
-    out: list[Scored] = []
-    seen: set[int] = set()
+def _best_documents(known: _Rows, rows: Ids, scores: Floats, k: int) -> list[Scored]:
+    """Each document's best row (ties to the lower row id), for the k best documents."""
     order = np.lexsort((rows, -scores))
-    ordered, ranked = rows[order], scores[order]
-    for start in range(0, len(ordered), _ID_BATCH):
-        batch = ordered[start : start + _ID_BATCH].tolist()
-        owner = read.owners(batch)
-        for i, row in enumerate(batch):
-            doc = owner[row]
-            if doc not in seen:
-                seen.add(doc)
-                out.append(Scored(row, float(ranked[start + i]), doc))
-                if len(out) == k:
-                    return out
-    return out
-
-
-def _placed(sizes: NDArray[np.int32], ids: Ids, values: Ids) -> NDArray[np.int32]:
-    """`sizes` with sizes[ids] = values, grown (with room to spare) when an id is past its
-    end. Only new or re-used ids change, so a search reading the array meanwhile is safe."""
-    if not len(ids):
-        return sizes
-    need = int(ids.max()) + 1
-    if need > len(sizes):
-        grown = np.zeros(max(need, len(sizes) + len(sizes) // 4), np.int32)
-        grown[: len(sizes)] = sizes
-        sizes = grown
-    sizes[ids] = values
-    return sizes
+    ranked, ranked_scores = rows[order], scores[order]
+    documents = known.documents[ranked]
+    _, first = np.unique(documents, return_index=True)
+    best = np.sort(first)[:k]
+    return [Scored(int(ranked[i]), float(ranked_scores[i]), int(documents[i])) for i in best]
 
 
 def batches(ids: Sequence[int]) -> Iterator[list[int]]:

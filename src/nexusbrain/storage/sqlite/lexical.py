@@ -140,24 +140,25 @@ class _Read:
         counts = varints(found[0]) if found is not None else []
         return (counts[0], sum(counts[1:])) if counts else (0, 0)
 
-    def sizes(self, chunk_ids: Sequence[int] | None) -> tuple[Ids, Ids]:
-        rows: list[tuple[int, bytes]] = []
+    def rows(self, chunk_ids: Sequence[int] | None) -> tuple[Ids, Ids, Ids]:
+        found: list[tuple[int, bytes, int]] = []
+        sql = (
+            f"SELECT s.id, s.sz, c.document_id FROM {TABLE}_docsize s JOIN chunks c ON c.id = s.id"
+        )
         if chunk_ids is None:
             last = -(1 << 62)
             while batch := self.conn.execute(
-                f"SELECT id, sz FROM {TABLE}_docsize WHERE id > ? ORDER BY id LIMIT ?",
-                (last, _SIZE_BATCH),
+                f"{sql} WHERE s.id > ? ORDER BY s.id LIMIT ?", (last, _SIZE_BATCH)
             ).fetchall():
-                rows += batch
+                found += batch
                 last = int(batch[-1][0])
         else:
             for part in batches(chunk_ids):
                 marks = ",".join("?" * len(part))
-                rows += self.conn.execute(
-                    f"SELECT id, sz FROM {TABLE}_docsize WHERE id IN ({marks})", part
-                ).fetchall()
-        ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-        return ids, record_sums([r[1] for r in rows])
+                found += self.conn.execute(f"{sql} WHERE s.id IN ({marks})", part).fetchall()
+        ids = np.fromiter((r[0] for r in found), np.int64, len(found))
+        documents = np.fromiter((r[2] for r in found), np.int64, len(found))
+        return ids, record_sums([r[1] for r in found]), documents
 
     def added_since(self, seq: int) -> list[int]:
         return vector_sql.changes_since(self.conn, seq)[1]
@@ -172,17 +173,6 @@ class _Read:
         tf = np.zeros((len(held), len(COLUMNS)))
         np.add.at(tf, (inverse, coded & ((1 << _COLUMN_BITS) - 1)), 1.0)
         return held, tf
-
-    def owners(self, chunk_ids: Sequence[int]) -> dict[int, int]:
-        owner: dict[int, int] = {}
-        for part in batches(chunk_ids):
-            marks = ",".join("?" * len(part))
-            owner.update(
-                self.conn.execute(
-                    f"SELECT id, document_id FROM chunks WHERE id IN ({marks})", part
-                ).fetchall()
-            )
-        return owner
 
     def matching(self, filters: SearchFilters) -> Ids:
         where, params = filter_sql(filters)
