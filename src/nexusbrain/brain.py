@@ -422,15 +422,28 @@ class Brain:
         k: int | None = None,
         filters: SearchFilters | None = None,
         mode: SearchMode | str = SearchMode.BALANCED,
+        best_per_document: bool = False,
     ) -> Explanation:
-        """Where a document (by id, uri or path) ranked in each retriever's list for this
-        query, whether it made the top k, and which filter, if any, excluded it. Raises
-        NotFound for an unknown document, InvalidInput as `search` does."""
-        config = PRESETS[parse_mode(mode)]
+        """Where a document (by id, uri or path) ranked for this query, from the very search
+        `search` runs with the same arguments: its place among the hits and the chunk that
+        is, its fused rank, its place in each retriever's list, and why it was not returned
+        (a filter, the score floor, k). Raises NotFound for an unknown document, InvalidInput
+        as `search` does."""
+        chosen = parse_mode(mode)
+        config = PRESETS[chosen]
         size = config.k if k is None else k
         self._check_query(query, size)
         target = self.document(document)
-        return explain(self._searcher, query, target, filters or SearchFilters(), config, size)
+        return explain(
+            self._searcher,
+            query,
+            target,
+            filters or SearchFilters(),
+            config,
+            size,
+            mode=chosen.value,
+            best_per_document=best_per_document,
+        )
 
     def _check_query(self, query: str, k: int) -> None:
         limits = self.settings.limits

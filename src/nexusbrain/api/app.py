@@ -214,13 +214,16 @@ def _search_routes(app: FastAPI, brain: Brain) -> None:
     @app.get("/explain", tags=["retrieval"])
     def explain(
         q: Annotated[str, Query(description="the query to explain")],
-        doc: Annotated[str, Query(description="document id or uri")],
+        doc: Annotated[str, Query(description="document id, uri or path")],
         filters: Filters,
         k: K = None,
         mode: SearchMode = SearchMode.BALANCED,
+        best_per_document: bool = False,
     ) -> dict[str, Any]:
-        target: int | str = int(doc) if doc.isdigit() else doc
-        return views.explanation(brain.explain(q, target, k=k, filters=filters, mode=mode))
+        found = brain.explain(
+            q, doc, k=k, filters=filters, mode=mode, best_per_document=best_per_document
+        )
+        return views.explanation(found)
 
 
 def _document_routes(app: FastAPI, brain: Brain) -> None:

@@ -220,6 +220,7 @@ def recall(
 @mode_option
 @click.option("--domain", help="Apply this domain filter.")
 @click.option("--path-prefix", help="Apply this path prefix filter.")
+@click.option("--best-per-document", is_flag=True, help="As search --best-per-document.")
 @json_option
 @click.pass_context
 def explain_(
@@ -230,9 +231,11 @@ def explain_(
     mode: str,
     domain: str | None,
     path_prefix: str | None,
+    best_per_document: bool,
     as_json: bool,
 ) -> None:
-    """Why (not): where DOCUMENT (an id or uri) ranked in each list for QUERY.
+    """Why (not): where DOCUMENT (an id, uri or path) ranked for QUERY, from the very search
+    `search` runs with the same options, and the chunk it speaks of.
 
     \b
     Example:
@@ -241,7 +244,9 @@ def explain_(
     from nexusbrain.retrieval.filters import make_filters
 
     filters = make_filters(domain=domain, path_prefix=path_prefix)
-    found = brain_of(ctx).explain(query, document, k=k, filters=filters, mode=mode)
+    found = brain_of(ctx).explain(
+        query, document, k=k, filters=filters, mode=mode, best_per_document=best_per_document
+    )
     value = views.explanation(found)
     if as_json:
         emit(value)

@@ -154,15 +154,26 @@ def stats(value: Mapping[str, Any]) -> None:
         click.echo(f"{key:>18}: {item}")
 
 
+_VERDICTS = {
+    "retired": "the document is retired: it is no longer searched",
+    "filtered": "a filter excludes it",
+    "not_a_candidate": "no retriever ranked it within the search's depth",
+    "below_floor": "its fused score is under the mode's share of the best one",
+    "below_k": "it ranked below the top k",
+}
+
+
 def explanation(value: Mapping[str, Any]) -> None:
-    verdict = "returned" if value["returned"] else "not returned"
-    click.echo(
-        f"{value['uri']} (document {value['document_id']}): {verdict} in the top {value['k']}"
-    )
-    if value["retired"]:
-        click.echo("  the document is retired: it is no longer searched")
+    head = f"{value['uri']} (document {value['document_id']})"
+    if value["returned"]:
+        click.echo(f"{head}: hit {value['rank']} of the top {value['k']} ({value['mode']})")
+    else:
+        why = _VERDICTS[value["verdict"]]
+        click.echo(f"{head}: not in the top {value['k']} ({value['mode']}): {why}")
     for name in value["excluded_by"]:
         click.echo(f"  excluded by the filter {name}")
+    if value["chunk_id"] is not None:
+        click.echo(f"  chunk: {value['chunk_id']}")
     fused = value["fused_rank"]
     click.echo(f"  fused rank: {fused if fused else 'not in the first ' + str(value['depth'])}")
     for item in value["lists"]:

@@ -47,6 +47,16 @@ class Ranked:
     prf_terms: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A search's hits, the fused ranking they came from, and what of it passed the mode's
+    score floor (the hits are its first k)."""
+
+    hits: list[Hit]
+    ranked: Ranked
+    kept: list[Fused]
+
+
 class Searcher:
     """The pipeline over one backend's parts: its documents, lexical index and dense index."""
 
@@ -88,11 +98,25 @@ class Searcher:
         *,
         best_per_document: bool = False,
     ) -> list[Hit]:
+        return self.answer(query, k, filters, config, best_per_document=best_per_document).hits
+
+    def answer(
+        self,
+        query: str,
+        k: int,
+        filters: SearchFilters,
+        config: SearchConfig,
+        *,
+        best_per_document: bool = False,
+    ) -> Answer:
+        """The hits, and the ranking they were cut from (what `explain` reads)."""
         ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
-        fused = _above_floor(ranked.fused, config.min_relative_score)[:k]
+        kept = _above_floor(ranked.fused, config.min_relative_score)
         positions = _Positions(ranked.lists)
-        traced = [_traced(f, i, ranked, positions, config.fusion) for i, f in enumerate(fused, 1)]
-        return build_hits(self.store, traced)
+        traced = [
+            _traced(f, i, ranked, positions, config.fusion) for i, f in enumerate(kept[:k], 1)
+        ]
+        return Answer(build_hits(self.store, traced), ranked, kept)
 
     def rank(
         self,

@@ -173,11 +173,13 @@
 
   function documentSummary(ex) {
     const lists = ex.lists.map((l) => (l.rank ? `${l.retriever} #${l.rank}` : `${l.retriever}: not in its top ${ex.depth}`));
-    const verdict = ex.returned
-      ? `in the top ${ex.k}`
-      : ex.retired ? "retired" : ex.excluded_by.length ? `excluded by ${ex.excluded_by.join(", ")}` : `not in the top ${ex.k}`;
+    const why = {
+      retired: "retired", filtered: `excluded by ${ex.excluded_by.join(", ")}`,
+      not_a_candidate: "in no list", below_floor: "under the score floor", below_k: `not in the top ${ex.k}`,
+    };
+    const verdict = ex.returned ? `hit #${ex.rank} of the top ${ex.k}` : why[ex.verdict];
     return h("p", { class: "doc-explain" },
-      `Whole document: fused rank ${ex.fused_rank ?? "–"} (${verdict}); best chunk per list: ${lists.join(", ")}.`);
+      `Whole document: ${verdict}, fused rank ${ex.fused_rank ?? "–"}; best chunk per list: ${lists.join(", ")}.`);
   }
 
   const later = NB.debounce(run, 250);
