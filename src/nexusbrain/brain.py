@@ -124,7 +124,7 @@ class Brain:
             chosen = Settings.from_env(db)
         else:
             chosen = settings if db is None else replace(settings, db=db)
-        backend = open_backend(chosen.db, chosen.lexical)
+        backend = open_backend(chosen.db, chosen.lexical, chosen.storage)
         try:
             return cls(backend, load_embedder(chosen.embedder), chosen, clock=clock)
         except BaseException:
@@ -543,6 +543,18 @@ class Brain:
                 embedder.dim if embedder else None,
             ),
         )
+
+    def backup(self, target: str | Path) -> Path:
+        """A consistent copy of the whole brain at `target`, taken while other processes and
+        threads go on writing; returns its path. Raises InvalidInput if `target` exists or its
+        folder does not, StorageError if the copy fails."""
+        path = Path(target).expanduser()
+        if path.exists():
+            raise InvalidInput(f"{str(path)!r} already exists: give a new file to back up to")
+        if not path.parent.is_dir():
+            raise InvalidInput(f"no folder {str(path.parent)!r} to write the backup into")
+        self._backend.backup(path)
+        return path
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every record, as JSON-ready dicts (the `export` format)."""

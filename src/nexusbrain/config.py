@@ -10,6 +10,7 @@ The variables, all optional:
 | `BRAIN_EMBEDDER` | `edge` (default), `quality`, `hashing` or `none` |
 | `BRAIN_CAPTURE`, `BRAIN_CAPTURE_MAX_ROWS` | capture searches for replay, and how many to keep |
 | `BRAIN_POSTINGS_CACHE_MB` | memory for scored postings (32) |
+| `BRAIN_DURABILITY` | `full` (default: a write is acknowledged once on disk) or `normal` |
 | `BRAIN_API_TOKEN` | the bearer token the server requires (needed beyond loopback) |
 | `BRAIN_BIND_HOST`, `BIND_PORT` | where `serve` listens (127.0.0.1:8765) |
 | `BRAIN_RATE_LIMIT`, `BRAIN_RATE_BURST`, `BRAIN_RATE_LIMIT_LOOPBACK` | per-client rate limit |
@@ -111,6 +112,22 @@ class LexicalConfig:
         return (self.text_weight, self.heading_weight, self.context_weight)
 
 
+class Durability(StrEnum):
+    """When a write is acknowledged. FULL: once it is on disk, so it survives a crash of the
+    machine or a power cut (SQLite's synchronous=FULL). NORMAL: once it is in the write-ahead
+    log, so it survives a crash of the process but the last writes may be lost to a power cut;
+    faster (docs/design/reliability.md measures the cost)."""
+
+    FULL = "full"
+    NORMAL = "normal"
+
+
+@dataclass(frozen=True, slots=True)
+class StorageConfig:
+    durability: Durability = Durability.FULL
+    busy_timeout_ms: int = 10_000  # a writer waits this long for another to finish
+
+
 @dataclass(frozen=True, slots=True)
 class CaptureConfig:
     """Opt-in capture of every search and recall, for replay evaluation."""
@@ -179,6 +196,7 @@ class Settings:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     limits: Limits = field(default_factory=Limits)
     lexical: LexicalConfig = field(default_factory=LexicalConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
     capture: CaptureConfig = field(default_factory=CaptureConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
     embedder: Profile = Profile.EDGE
@@ -201,6 +219,7 @@ class Settings:
         return cls(
             db=resolve_db(db, env),
             lexical=lexical,
+            storage=StorageConfig(durability=_durability(env.get("BRAIN_DURABILITY", ""))),
             capture=capture,
             embedder=parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value)),
         )
@@ -285,6 +304,14 @@ def child_environment(
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra or {})
     return env
+
+
+def _durability(value: str) -> Durability:
+    try:
+        return Durability(value.strip().lower() or Durability.FULL.value)
+    except ValueError:
+        choices = ", ".join(d.value for d in Durability)
+        raise ConfigError(f"BRAIN_DURABILITY={value!r} is not one of: {choices}") from None
 
 
 def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -323,6 +324,32 @@ def export_(ctx: click.Context, output: Path | None) -> None:
     with output.open("wb") as handle:
         for record in records:
             handle.write(orjson.dumps(record) + b"\n")
+
+
+@cli.command()
+@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
+@json_option
+@click.pass_context
+def backup(ctx: click.Context, target: Path, as_json: bool) -> None:
+    """Copy the whole brain to TARGET (a new file), consistent while a server goes on writing.
+
+    The copy is itself a brain: `nexusbrain --db TARGET stats`.
+
+    \b
+    Example:
+      nexusbrain backup ~/backups/brain-2026-12-01.db
+    """
+    started = time.perf_counter()
+    path = brain_of(ctx).backup(target)
+    value = {
+        "path": str(path),
+        "bytes": path.stat().st_size,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if as_json:
+        emit(value)
+    else:
+        click.echo(f"backed up to {value['path']} ({value['bytes']:,} bytes)")
 
 
 @cli.command("import")

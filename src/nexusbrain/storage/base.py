@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -233,6 +234,11 @@ class Backend(Protocol):
 
     def describe(self) -> str:
         """Where the brain lives, for people: a file path, or a URL without its password."""
+        ...
+
+    def backup(self, target: Path) -> None:
+        """A consistent copy of the whole brain in the file `target`, taken while writers go
+        on (for SQLite, a database file; see each backend)."""
         ...
 
     def close(self) -> None: ...

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from nexusbrain.config import LexicalConfig
+from nexusbrain.config import LexicalConfig, StorageConfig
 from nexusbrain.storage.base import Vector
 from nexusbrain.storage.sqlite.graph import SQLiteGraphStore
 from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex
@@ -19,9 +19,9 @@ from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 class SQLiteBackend:
     """A `Backend` over one SQLite file."""
 
-    def __init__(self, path: Path, lexical: LexicalConfig) -> None:
+    def __init__(self, path: Path, lexical: LexicalConfig, config: StorageConfig) -> None:
         self.path = path
-        self.store = SQLiteStore(path)
+        self.store = SQLiteStore(path, config)
         self._graph = SQLiteGraphStore(self.store)
         self._lexical = SQLiteLexicalIndex(self.store.connection, lexical)
 
@@ -51,6 +51,9 @@ class SQLiteBackend:
 
     def describe(self) -> str:
         return str(self.path)
+
+    def backup(self, target: Path) -> None:
+        self.store.backup(target)
 
     def close(self) -> None:
         self.store.close()

@@ -16,6 +16,7 @@ import orjson
 from numpy.typing import NDArray
 
 from nexusbrain.clock import format_time, parse_time
+from nexusbrain.config import StorageConfig
 from nexusbrain.errors import NotFound, StorageError
 from nexusbrain.records import (
     Capture,
@@ -98,14 +99,9 @@ class SQLiteStore:
     """A `Store` over one SQLite file. Safe to share between threads: each thread gets its
     own connection, and writes are serialised by a lock plus SQLite's own write lock."""
 
-    def __init__(
-        self,
-        path: Path | str,
-        *,
-        busy_timeout_ms: int = 10_000,
-    ) -> None:
+    def __init__(self, path: Path | str, config: StorageConfig | None = None) -> None:
         self.path = Path(path)
-        self._busy_timeout_ms = busy_timeout_ms
+        self.config = config or StorageConfig()
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._connections: list[sqlite3.Connection] = []
@@ -123,10 +119,7 @@ class SQLiteStore:
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
+            _configured(conn, self.config)
             lexical.register(conn)
             self._local.conn = conn
             with self._connections_lock:
@@ -353,7 +346,34 @@ class SQLiteStore:
             )
 
     def export_records(self) -> Iterator[dict[str, Any]]:
-        return transfer.export_records(self.connection(), self.schema_version())
+        """Every record, read in one read transaction on a connection of its own: one
+        snapshot, whatever writers do meanwhile (WAL lets them go on), and safe to iterate from
+        any thread."""
+        schema = self.schema_version()
+        conn = self._reader()
+        try:
+            conn.execute("BEGIN")
+            yield from transfer.export_records(conn, schema)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def backup(self, target: Path) -> None:
+        """A consistent copy of the whole database at `target` (which must not exist), taken
+        while writers go on."""
+        conn = self._reader()
+        try:
+            conn.execute("VACUUM INTO ?", (str(target),))
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot back up {self.path} to {target}: {exc}") from exc
+        finally:
+            conn.close()
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        _configured(conn, self.config)
+        return conn
 
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> ImportResult:
         with self.transaction() as conn:
@@ -537,6 +557,13 @@ class SQLiteWork:
             " ON CONFLICT (document_id) DO UPDATE SET revision = excluded.revision",
             (document_id, revision),
         )
+
+
+def _configured(conn: sqlite3.Connection, config: StorageConfig) -> None:
+    conn.execute(f"PRAGMA busy_timeout = {int(config.busy_timeout_ms)}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {config.durability.value.upper()}")
+    conn.execute("PRAGMA foreign_keys = ON")
 
 
 def _edges_revision(conn: sqlite3.Connection, document_id: int) -> str | None:
