@@ -1,0 +1,169 @@
+"""Crash: `kill -9` of `ingest-dir` and of the server at random moments, then the file and
+logical checks (checks.py), every acknowledged write present, and a re-run that converges.
+3 trials each by default, 25 marked slow."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ..conftest import free_port
+from .checks import file_checks, logical_checks, matches_folder, open_brain, vectors_complete
+
+ENV = {**os.environ, "BRAIN_EMBEDDER": "hashing"}
+NOTES = 120
+
+
+def note(i: int, edition: int) -> str:
+    links = " ".join(f"[[Note {(i * 7 + j + edition) % NOTES}]]" for j in range(3))
+    body = " ".join(f"word{(i * 13 + j * edition) % 97}" for j in range(60))
+    return f"# Note {i}\n\nEdition {edition}. See {links}.\n\n{body}\n"
+
+
+def mutate(vault: Path, rng: random.Random, edition: int) -> None:
+    """Edit, delete and add some notes, as a working day would."""
+    for i in rng.sample(range(NOTES), 30):
+        path = vault / f"note-{i}.md"
+        if rng.random() < 0.2 and path.exists():
+            path.unlink()
+        else:
+            path.write_text(note(i, edition), encoding="utf-8")
+
+
+def nexusbrain(db: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "nexusbrain", "--db", str(db), *args]
+
+
+def ingest_dir_trials(tmp_path: Path, trials: int, seed: int) -> None:
+    rng = random.Random(seed)
+    db, vault = tmp_path / "brain.db", tmp_path / "vault"
+    vault.mkdir()
+    for i in range(NOTES):
+        (vault / f"note-{i}.md").write_text(note(i, 0), encoding="utf-8")
+    killed = 0
+    for trial in range(1, trials + 1):
+        mutate(vault, rng, trial)
+        child = subprocess.Popen(
+            nexusbrain(db, "ingest-dir", str(vault)),
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.3, 2.5))
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+            killed += 1
+        child.wait(timeout=60)
+        file_checks(db)
+        logical_checks(db)
+        rerun = subprocess.run(
+            nexusbrain(db, "ingest-dir", str(vault)), env=ENV, capture_output=True, timeout=120
+        )
+        assert rerun.returncode == 0, rerun.stderr.decode()
+        file_checks(db)
+        logical_checks(db)
+        matches_folder(db, vault)
+        with open_brain(db) as brain:
+            vectors_complete(brain)
+    assert killed, "no trial killed ingest-dir mid-run: the delays are too long"
+
+
+def server_trials(tmp_path: Path, trials: int, seed: int) -> None:
+    rng = random.Random(seed)
+    db = tmp_path / "brain.db"
+    acknowledged: list[tuple[str, str]] = []  # (kind, uri or text) of every 200
+    for trial in range(trials):
+        port = free_port()
+        server = subprocess.Popen(
+            nexusbrain(db, "serve", "--port", str(port)),
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"http://127.0.0.1:{port}"
+        _wait_for(url)
+        stop = threading.Event()
+
+        def write(
+            worker: int, trial: int = trial, url: str = url, stop: threading.Event = stop
+        ) -> None:
+            with httpx.Client(base_url=url, timeout=30) as http:
+                i = 0
+                while not stop.is_set():
+                    i += 1
+                    try:
+                        if i % 2:
+                            text = f"trial {trial} worker {worker} memory {i}"
+                            if http.post("/add", json={"text": text}).status_code == 200:
+                                acknowledged.append(("memory", text))
+                        else:
+                            uri = f"notes/t{trial}-w{worker}-{i}.md"
+                            body = {
+                                "title": f"T{trial} W{worker} {i}",
+                                "uri": uri,
+                                "content": f"# T\n\nLinks [[Hub {i % 5}]] here.",
+                            }
+                            if http.post("/ingest/markdown", json=body).status_code == 200:
+                                acknowledged.append(("note", uri))
+                    except httpx.HTTPError:
+                        return  # the server is gone
+
+        writers = [threading.Thread(target=write, args=(w,)) for w in range(3)]
+        for writer in writers:
+            writer.start()
+        time.sleep(rng.uniform(0.5, 2.0))
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=60)
+        stop.set()
+        for writer in writers:
+            writer.join(timeout=60)
+        file_checks(db)
+        logical_checks(db)
+    with open_brain(db) as brain:
+        records = list(brain.export())
+        vectors_complete(brain)
+    uris = {r["uri"] for r in records if r["type"] == "document"}
+    texts = {r["content"] for r in records if r["type"] == "document"}
+    notes = [u for kind, u in acknowledged if kind == "note"]
+    memories = [t for kind, t in acknowledged if kind == "memory"]
+    assert notes and memories
+    assert [u for u in notes if u not in uris] == []
+    assert [t for t in memories if t not in texts] == []
+
+
+def _wait_for(url: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise AssertionError(f"no server at {url}")
+
+
+def test_kill_9_of_ingest_dir(tmp_path: Path) -> None:
+    ingest_dir_trials(tmp_path, trials=3, seed=1)
+
+
+def test_kill_9_of_the_server(tmp_path: Path) -> None:
+    server_trials(tmp_path, trials=3, seed=2)
+
+
+@pytest.mark.slow
+def test_kill_9_of_ingest_dir_25_times(tmp_path: Path) -> None:
+    ingest_dir_trials(tmp_path, trials=25, seed=11)
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_server_25_times(tmp_path: Path) -> None:
+    server_trials(tmp_path, trials=25, seed=12)
