@@ -13,8 +13,10 @@ from starlette.exceptions import HTTPException
 
 from nexusbrain.errors import (
     BrainError,
+    Busy,
     ConfigError,
     Conflict,
+    Full,
     InvalidInput,
     MissingExtra,
     NotFound,
@@ -25,6 +27,8 @@ from nexusbrain.errors import (
 log = logging.getLogger(__name__)
 
 STATUS: dict[type[BrainError], int] = {
+    Busy: 503,
+    Full: 507,
     NotFound: 404,
     TooLarge: 413,
     InvalidInput: 400,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -17,7 +18,7 @@ from numpy.typing import NDArray
 
 from nexusbrain.clock import format_time, parse_time
 from nexusbrain.config import StorageConfig
-from nexusbrain.errors import NotFound, StorageError
+from nexusbrain.errors import Busy, Full, NotFound, StorageError
 from nexusbrain.records import (
     Capture,
     Chunk,
@@ -109,8 +110,11 @@ class SQLiteStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StorageError(f"cannot open the database at {self.path}: {exc}") from exc
+        except (sqlite3.DatabaseError, OSError) as exc:
+            self.close()
+            raise StorageError(
+                f"cannot open the database at {self.path}: {_why_not(self.path, exc)}"
+            ) from exc
 
     # connections and transactions
 
@@ -128,18 +132,24 @@ class SQLiteStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction on this thread's connection. Raises Busy when another
+        process held the database past the busy timeout, Full when the disk is full, and
+        StorageError for any other failure; in every case nothing was changed."""
         conn = self.connection()
         with self._write_lock:
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                raise storage_error(exc, "could not start a write") from exc
             try:
                 yield conn
-            except sqlite3.DatabaseError as exc:
-                conn.execute("ROLLBACK")
-                raise StorageError(f"database write failed, nothing was changed: {exc}") from exc
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.DatabaseError):
+                    raise storage_error(exc, "database write failed") from exc
                 raise
-            conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._connections_lock:
@@ -557,6 +567,39 @@ class SQLiteWork:
             " ON CONFLICT (document_id) DO UPDATE SET revision = excluded.revision",
             (document_id, revision),
         )
+
+
+def _why_not(path: Path, exc: BaseException) -> str:
+    """What stops a database file from opening, in words, with the fix."""
+    folder = path.parent
+    if folder.exists() and os.statvfs(folder).f_flag & os.ST_RDONLY:
+        return (
+            "its file system is read-only, and SQLite writes a log beside the file even to"
+            " read: copy the file somewhere writable, or mount it read-write"
+        )
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        return f"this user may not read and write the file ({exc}): check its permissions"
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+        return f"the file is not a SQLite database ({exc}): check the path"
+    return str(exc)
+
+
+def storage_error(exc: sqlite3.DatabaseError, what: str) -> StorageError:
+    """The error to raise for a failed write, by SQLite's error code."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return Busy(
+            f"{what}: another writer held the database too long ({exc}); nothing was"
+            " changed, try again"
+        )
+    if code == sqlite3.SQLITE_FULL:
+        return Full(f"{what}: the disk is full ({exc}); nothing was changed: free some space")
+    if code == sqlite3.SQLITE_READONLY:
+        return StorageError(
+            f"{what}: the database is read-only ({exc}); nothing was changed:"
+            " check the file's permissions and its file system"
+        )
+    return StorageError(f"{what}, nothing was changed: {exc}")
 
 
 def _configured(conn: sqlite3.Connection, config: StorageConfig) -> None:
