@@ -174,3 +174,44 @@ def test_bad_front_matter_relations_are_named(relations: object, message: str) -
     with pytest.raises(InvalidInput, match=message) as caught:
         note_edges("Alice", {"relations": relations}, "", "links_to")
     assert "note 'Alice'" in caught.value.message
+
+
+def test_a_fact_two_notes_state_outlives_either(brain: Brain, clock: FrozenClock) -> None:
+    first = brain.ingest_markdown(NOTE, uri="n/alice.md").document_id
+    second = brain.ingest_markdown(NOTE + "\nAnother note on Alice.\n", uri="m/alice.md")
+    shared = edges_of(brain, first)[("works_at", "Acme")]
+    assert edges_of(brain, second.document_id) == {}  # the first note is the source
+    clock.advance(minutes=1)
+    assert brain.delete_document(first)
+    now = edges_of(brain, second.document_id)
+    assert set(now) == set(edges_of_note(NOTE))  # every shared fact still holds
+    successor = now[("works_at", "Acme")]
+    versions = brain.graph.history(shared.id).versions
+    assert [v.id for v in versions] == [shared.id, successor.id]
+    assert versions[0].superseded_at == successor.created_at == clock()
+    assert successor.valid_at == shared.valid_at
+    clock.advance(minutes=1)
+    brain.delete_document(second.document_id)  # the last note that states it: retracted
+    assert brain.graph.relations("Alice") == []
+
+
+def test_a_note_that_stops_stating_a_shared_fact_hands_it_on(
+    brain: Brain, clock: FrozenClock
+) -> None:
+    first = brain.ingest_markdown(NOTE, uri="n/alice.md").document_id
+    second = brain.ingest_markdown(NOTE + "\nAgain.\n", uri="m/alice.md").document_id
+    clock.advance(minutes=1)
+    brain.ingest_markdown(EDITED, uri="n/alice.md")  # no longer: reports_to Carol
+    carol = {(r.type, r.to_name): r for r in brain.graph.relations("Alice")}
+    assert carol[("reports_to", "Carol")].source == note_source(second)
+    assert ("reports_to", "Carol") not in edges_of(brain, first)
+
+
+def edges_of_note(text: str) -> set[tuple[str, str]]:
+    return {(e.type, e.to_name) for e in note_edges("Alice", _front(text), text, "links_to")}
+
+
+def _front(text: str) -> dict[str, object]:
+    from nexusbrain.ingest.frontmatter import parse_front_matter
+
+    return dict(parse_front_matter(text).data)

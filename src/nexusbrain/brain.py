@@ -325,7 +325,7 @@ class Brain:
         now = self._clock()
         with self._backend.unit_of_work() as work:
             retired = work.retire_documents(document_ids, now)
-            retract_notes(work.graph, document_ids, now)
+            retract_notes(work.graph, self.settings.graph, document_ids, now)
         return retired
 
     def _retract_retired(self) -> None:
@@ -334,7 +334,7 @@ class Brain:
         stale = self._store.retired_with_edges()
         if stale:
             with self._backend.unit_of_work() as work:
-                retract_notes(work.graph, stale, self._clock())
+                retract_notes(work.graph, self.settings.graph, stale, self._clock())
 
     # retrieval
 

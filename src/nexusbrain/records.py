@@ -291,6 +291,18 @@ class RelationshipDraft:
 
 
 @dataclass(frozen=True, slots=True)
+class Statement:
+    """A triple as one note states it, with the window it gives."""
+
+    document_id: int
+    from_id: int
+    type: str
+    to_id: int
+    valid_at: datetime | None
+    invalid_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class Relationship:
     """One version of a fact `(from, type, to)`, bitemporal: valid time says when it held in
     the world, transaction time when the brain learned it and when it retired it."""

@@ -43,7 +43,7 @@ from nexusbrain.graph.rules import (
     triple_change,
     window_of,
 )
-from nexusbrain.records import Hit, RelationshipDraft, WriteStatus
+from nexusbrain.records import Hit, RelationshipDraft, Statement, WriteStatus
 from nexusbrain.storage.graph_base import GraphSession, GraphStore
 
 
@@ -61,25 +61,64 @@ def sync_note(
 ) -> tuple[RelationshipOutcome, ...]:
     """Bring a note's edges in line with its new revision, inside the caller's transaction
     (the one that writes the note): edges it no longer states are retired (source_revised),
-    the rest are ingested with the note as their source."""
+    unless another note states them too, which then becomes their source; the rest are
+    ingested with the note as their source."""
     source = note_source(document_id)
     writer = _Writer(session, config, now)
     wanted = {writer.triple(edge) for edge in edges}
+    dropped = []
     for old in session.current_from_source(source):
         if (old.from_id, old.type, old.to_id) not in wanted:
             session.retire(old.id, RetireReason.SOURCE_REVISED, now)
-    return tuple(writer.relate(replace(edge, source=source)) for edge in edges)
+            dropped.append(old)
+    outcomes = tuple(writer.relate(replace(edge, source=source)) for edge in edges)
+    session.set_statements(document_id, [_statement(document_id, o.relationship) for o in outcomes])
+    _handed_on(session, writer, dropped, document_id)
+    return outcomes
 
 
-def retract_notes(session: GraphSession, document_ids: Sequence[int], now: datetime) -> int:
+def retract_notes(
+    session: GraphSession, config: GraphConfig, document_ids: Sequence[int], now: datetime
+) -> int:
     """Retire (retracted) every current edge that deleted notes stated, inside the caller's
-    transaction (the one that retires them). Returns how many."""
+    transaction (the one that retires them), unless another note states it too, which then
+    becomes its source. Returns how many were retired."""
+    writer = _Writer(session, config, now)
     retired = 0
     for document_id in document_ids:
-        for old in session.current_from_source(note_source(document_id)):
+        dropped = session.current_from_source(note_source(document_id))
+        for old in dropped:
             session.retire(old.id, RetireReason.RETRACTED, now)
             retired += 1
+        session.set_statements(document_id, [])
+        _handed_on(session, writer, dropped, document_id)
     return retired
+
+
+def _statement(document_id: int, edge: Relationship) -> Statement:
+    return Statement(
+        document_id, edge.from_id, edge.type, edge.to_id, edge.valid_at, edge.invalid_at
+    )
+
+
+def _handed_on(
+    session: GraphSession, writer: _Writer, dropped: Sequence[Relationship], document_id: int
+) -> None:
+    """Each dropped edge that another note still states gets a successor version with that
+    note (the lowest id) as its source and its window."""
+    for old in dropped:
+        others = session.stating(old.from_id, old.type, old.to_id, besides=document_id)
+        if others:
+            heir = others[0]
+            item = RelationshipInput(
+                old.from_name,
+                old.type,
+                old.to_name,
+                heir.valid_at,
+                heir.invalid_at,
+                note_source(heir.document_id),
+            )
+            writer.relate(item, after=old)
 
 
 class Graph:
@@ -266,7 +305,11 @@ class _Writer:
         assert entity is not None
         return EntityOutcome(status, entity.id, entity)
 
-    def relate(self, item: RelationshipInput) -> RelationshipOutcome:
+    def relate(
+        self, item: RelationshipInput, *, after: Relationship | None = None
+    ) -> RelationshipOutcome:
+        """Ingest one relationship; `after` is the retired version it continues, when the
+        triple has no current one."""
         kind = relationship_type(item.type)
         window = checked_window(item.valid_at, item.invalid_at)
         head, tail = self._endpoint(item.from_name), self._endpoint(item.to_name)
@@ -285,7 +328,7 @@ class _Writer:
                 window.start,
                 window.end,
                 item.source,
-                current.id if current else None,
+                current.id if current else (after.id if after else None),
             )
         )
         if current is not None:

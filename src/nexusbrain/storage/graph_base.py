@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-from nexusbrain.records import Entity, Relationship, RelationshipDraft, RetireReason
+from nexusbrain.records import Entity, Relationship, RelationshipDraft, RetireReason, Statement
 
 
 class GraphSession(Protocol):
@@ -37,6 +37,15 @@ class GraphSession(Protocol):
         ...
 
     def current_from_source(self, source: str) -> list[Relationship]: ...
+
+    def set_statements(self, document_id: int, stated: Sequence[Statement]) -> None:
+        """Record what a note states now (replacing what it stated before): several notes
+        may state one triple, while its current version names one of them as its source."""
+        ...
+
+    def stating(self, from_id: int, type: str, to_id: int, besides: int) -> list[Statement]:
+        """What other notes (not `besides`) state this triple, by document id."""
+        ...
 
     def insert_relationship(self, draft: RelationshipDraft, now: datetime) -> Relationship: ...
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from nexusbrain.clock import format_time, parse_time
-from nexusbrain.records import Entity, Relationship, RelationshipDraft, RetireReason
+from nexusbrain.records import Entity, Relationship, RelationshipDraft, RetireReason, Statement
 
 if TYPE_CHECKING:  # sqlite.py imports migrations.py, which imports this module
     from nexusbrain.storage.sqlite.store import SQLiteStore
@@ -76,6 +76,20 @@ END;
 CREATE TRIGGER entity_aliases_never_deleted BEFORE DELETE ON entity_aliases BEGIN
     SELECT RAISE(ABORT, 'entity aliases are never deleted');
 END;
+"""
+
+# Migration 9: what each note states, so that a fact two notes state outlives either one.
+STATEMENTS_MIGRATION = """
+CREATE TABLE note_statements (
+    document_id INTEGER NOT NULL REFERENCES documents (id),
+    from_id INTEGER NOT NULL REFERENCES entities (id),
+    type TEXT NOT NULL,
+    to_id INTEGER NOT NULL REFERENCES entities (id),
+    valid_at TEXT,
+    invalid_at TEXT,
+    PRIMARY KEY (document_id, from_id, type, to_id)
+);
+CREATE INDEX note_statements_triple ON note_statements (from_id, type, to_id);
 """
 
 _RELATIONSHIP = (
@@ -227,6 +241,26 @@ class GraphWrites:
             (from_id, type),
         )
         return [_relationship(row) for row in rows]
+
+    def set_statements(self, document_id: int, stated: Sequence[Statement]) -> None:
+        self.conn.execute("DELETE FROM note_statements WHERE document_id = ?", (document_id,))
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO note_statements (document_id, from_id, type, to_id,"
+            " valid_at, invalid_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (document_id, s.from_id, s.type, s.to_id, _stamp(s.valid_at), _stamp(s.invalid_at))
+                for s in stated
+            ],
+        )
+
+    def stating(self, from_id: int, type: str, to_id: int, besides: int) -> list[Statement]:
+        rows = self.conn.execute(
+            "SELECT document_id, valid_at, invalid_at FROM note_statements"
+            " WHERE from_id = ? AND type = ? AND to_id = ? AND document_id != ?"
+            " ORDER BY document_id",
+            (from_id, type, to_id, besides),
+        )
+        return [Statement(r[0], from_id, type, to_id, _time(r[1]), _time(r[2])) for r in rows]
 
     def current_from_source(self, source: str) -> list[Relationship]:
         rows = self.conn.execute(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nexusbrain.storage.sqlite.graph import MIGRATION as GRAPH_MIGRATION
+from nexusbrain.storage.sqlite.graph import STATEMENTS_MIGRATION
 from nexusbrain.storage.sqlite.lexical import MIGRATION as LEXICAL_MIGRATION
 from nexusbrain.storage.sqlite.vectors import COVERAGE_MIGRATION as VECTORS_COVERAGE_MIGRATION
 from nexusbrain.storage.sqlite.vectors import MIGRATION as VECTORS_MIGRATION
@@ -103,6 +104,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         """,
     ),
     (8, LEXICAL_MIGRATION),  # the analyzer's tokens (storage/analyzer.py), contentless FTS5
+    (9, STATEMENTS_MIGRATION),
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)
