@@ -46,8 +46,9 @@ def run_load(tmp_path: Path, seconds: float) -> None:
             assert [w for w in written if w not in texts] == []  # nothing acknowledged is lost
             for text in random.Random(3).sample(written, min(60, len(written))):
                 token = text.split()[-1]
-                hits = http.get("/search", params={"q": token, "k": 10}).json()["hits"]
-                assert text in [h["text"] for h in hits], token
+                params = {"q": token, "k": 3, "mode": "conservative"}
+                hits = http.get("/search", params=params).json()["hits"]
+                assert hits and hits[0]["text"] == text, token
     finally:
         server.terminate()
         server.wait(timeout=60)
