@@ -1,0 +1,77 @@
+"""Inputs that once gave a 500 (issue 17, finding 3), each one line: every one is a 4xx in the
+error shape now, against a real server on loopback, and none of them stores anything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..conftest import LiveServer
+from ..test_api import assert_error
+
+EARLY = "0001-01-01T00:00:00+05:00"  # in UTC, a moment before year 1
+LATE = "9999-12-31T23:59-01:00"  # in UTC, a moment after year 9999
+EARLY_NOTE = (
+    "---\nrelations:\n  - {type: knows, to: b, valid_at: 0001-01-01 00:00:00+05:00}\n---\nx"
+)
+
+
+def _edge(**times: str) -> dict[str, Any]:
+    return {"relationships": [{"from": "a", "type": "knows", "to": "b", **times}]}
+
+
+def case(
+    name: str,
+    method: str,
+    path: str,
+    params: dict[str, Any] | None = None,
+    json: Any = None,
+    raw: bytes | None = None,
+) -> Any:
+    return pytest.param(method, path, params, json, raw, id=name)
+
+
+TIMES = [
+    case("updated_after early", "GET", "/search", {"q": "x", "updated_after": EARLY}),
+    case("updated_after late", "GET", "/search", {"q": "x", "updated_after": LATE}),
+    case("updated_before late", "GET", "/search", {"q": "x", "updated_before": LATE}),
+    case(
+        "recall updated_after late",
+        "POST",
+        "/recall",
+        json={"query": "x", "filters": {"updated_after": LATE}},
+    ),
+    case("valid_at early", "POST", "/ingest", json=_edge(valid_at=EARLY)),
+    case("valid_at late", "POST", "/ingest", json=_edge(valid_at=LATE)),
+    case("invalid_at late", "POST", "/ingest", json=_edge(invalid_at=LATE)),
+    case("as_of_valid early", "GET", "/graph/relations", {"from": "a", "as_of_valid": EARLY}),
+    case("as_of_valid late", "GET", "/graph/relations", {"from": "a", "as_of_valid": LATE}),
+    case("as_of_known late", "GET", "/graph/traverse", {"from": "a", "as_of_known": LATE}),
+    case(
+        "front matter valid_at early",
+        "POST",
+        "/ingest/markdown",
+        json={"title": "t", "content": EARLY_NOTE},
+    ),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "params", "body", "raw"), TIMES)
+def test_a_hostile_input_is_a_4xx_in_the_error_shape(
+    live_server: LiveServer,
+    method: str,
+    path: str,
+    params: dict[str, Any] | None,
+    body: Any,
+    raw: bytes | None,
+) -> None:
+    headers = {"content-type": "application/json"} if raw is not None else None
+    with live_server.client() as http:
+        response = http.request(
+            method, path, params=params, json=body, content=raw, headers=headers
+        )
+        assert 400 <= response.status_code < 500, response.text
+        assert_error(response, response.status_code, response.json()["error"]["code"])
+        exported = http.get("/export").text.splitlines()
+        assert len(exported) == 1 and '"header"' in exported[0]  # nothing was stored
