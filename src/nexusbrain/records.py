@@ -8,6 +8,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+MAX_ID = 2**63 - 1  # ids are signed 64-bit integers (SQLite INTEGER, PostgreSQL bigint)
+
 
 class DocumentKind(StrEnum):
     MARKDOWN = "markdown"

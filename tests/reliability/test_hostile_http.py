@@ -10,6 +10,7 @@ import pytest
 from ..conftest import LiveServer
 from ..test_api import assert_error
 
+BIG_ID = 2**63  # one past the largest id (a signed 64-bit integer)
 EARLY = "0001-01-01T00:00:00+05:00"  # in UTC, a moment before year 1
 LATE = "9999-12-31T23:59-01:00"  # in UTC, a moment after year 9999
 EARLY_NOTE = (
@@ -32,6 +33,19 @@ def case(
     return pytest.param(method, path, params, json, raw, id=name)
 
 
+IDS = [
+    case("document id", "GET", f"/documents/{BIG_ID}"),
+    case("document history id", "GET", f"/documents/{BIG_ID}/history"),
+    case("delete id", "DELETE", f"/documents/{BIG_ID}"),
+    case("search document_id", "GET", "/search", {"q": "x", "document_id": BIG_ID}),
+    case(
+        "recall document_id",
+        "POST",
+        "/recall",
+        json={"query": "x", "filters": {"document_id": BIG_ID}},
+    ),
+    case("relationship history id", "GET", f"/graph/relationships/{BIG_ID}/history"),
+]
 TIMES = [
     case("updated_after early", "GET", "/search", {"q": "x", "updated_after": EARLY}),
     case("updated_after late", "GET", "/search", {"q": "x", "updated_after": LATE}),
@@ -57,7 +71,7 @@ TIMES = [
 ]
 
 
-@pytest.mark.parametrize(("method", "path", "params", "body", "raw"), TIMES)
+@pytest.mark.parametrize(("method", "path", "params", "body", "raw"), IDS + TIMES)
 def test_a_hostile_input_is_a_4xx_in_the_error_shape(
     live_server: LiveServer,
     method: str,

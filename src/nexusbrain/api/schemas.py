@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nexusbrain.records import SearchMode
+from nexusbrain.records import MAX_ID, SearchMode
 
 
 class Strict(BaseModel):
@@ -16,7 +16,7 @@ class Strict(BaseModel):
 class FiltersIn(Strict):
     domain: str | None = None
     path_prefix: str | None = None
-    document_id: int | None = None
+    document_id: int | None = Field(default=None, ge=1, le=MAX_ID)
     kind: str | None = None
     updated_after: str | None = None
     updated_before: str | None = None
