@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -9,6 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 MAX_ID = 2**63 - 1  # ids are signed 64-bit integers (SQLite INTEGER, PostgreSQL bigint)
+MAX_JSON_DEPTH = 32  # how deeply a stored JSON value (metadata) or a request body may nest
 
 
 class DocumentKind(StrEnum):
@@ -309,3 +312,49 @@ class Relationship:
     @property
     def current(self) -> bool:
         return self.superseded_at is None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_INTEGERS = (-(2**63), 2**64 - 1)  # what JSON columns hold exactly
+
+
+def json_problem(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why `value` cannot be stored as JSON and read back the same, or None if it can.
+
+    A value may hold dicts with string keys, lists, strings, booleans, None, finite floats and
+    64-bit integers, nested at most `max_depth` containers deep. A string must be Unicode text:
+    JSON can spell a lone surrogate ("\\ud800"), but UTF-8 cannot store one. The answer names
+    where the problem is (``tags[2]``, ``a.b``)."""
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            problem = _scalar_problem(item)
+            if problem:
+                return f"{where or 'value'}: {problem}"
+        elif depth >= max_depth:
+            top = re.split(r"[.\[]", where, maxsplit=1)[0] or "value"
+            return f"{top}: nested more than {max_depth} levels deep"
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+        else:
+            for key, child in item.items():
+                if not isinstance(key, str) or _SURROGATE.search(key):
+                    shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+                    return f"{where or 'value'}: the key '{shown}' is not Unicode text"
+                stack.append((child, f"{where}.{key}" if where else key, depth + 1))
+    return None
+
+
+def _scalar_problem(value: object) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        bad = _SURROGATE.search(value)
+        return f"holds a lone surrogate U+{ord(bad[0]):04X}, which is not text" if bad else None
+    if isinstance(value, int):
+        low, high = _INTEGERS
+        return None if low <= value <= high else f"the integer {value} is beyond 64 bits"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value} is not a finite number"
+    return f"a {type(value).__name__} is not a JSON value"

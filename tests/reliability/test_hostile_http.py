@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
+
+from nexusbrain.api.errors import error_response
 
 from ..conftest import LiveServer
 from ..test_api import assert_error
@@ -16,6 +19,13 @@ LATE = "9999-12-31T23:59-01:00"  # in UTC, a moment after year 9999
 EARLY_NOTE = (
     "---\nrelations:\n  - {type: knows, to: b, valid_at: 0001-01-01 00:00:00+05:00}\n---\nx"
 )
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
 
 
 def _edge(**times: str) -> dict[str, Any]:
@@ -70,8 +80,34 @@ TIMES = [
     ),
 ]
 
+BODIES = [
+    case("surrogate in /add", "POST", "/add", raw=b'{"text": "a \\ud800"}'),
+    case(
+        "surrogate in markdown",
+        "POST",
+        "/ingest/markdown",
+        raw=b'{"title": "t", "content": "a \\ud800"}',
+    ),
+    case("surrogate in recall", "POST", "/recall", raw=b'{"query": "a \\ud800"}'),
+    case(
+        "surrogate in a key", "POST", "/ingest", raw=b'{"entities": [{"name": "x", "\\udc00": 1}]}'
+    ),
+    case(
+        "metadata 300 deep",
+        "POST",
+        "/ingest/markdown",
+        json={"title": "t", "content": "x", "metadata": _nested(300)},
+    ),
+    case(
+        "metadata integer beyond 64 bits",
+        "POST",
+        "/ingest/markdown",
+        json={"title": "t", "content": "x", "metadata": {"n": 2**64}},
+    ),
+]
 
-@pytest.mark.parametrize(("method", "path", "params", "body", "raw"), IDS + TIMES)
+
+@pytest.mark.parametrize(("method", "path", "params", "body", "raw"), IDS + TIMES + BODIES)
 def test_a_hostile_input_is_a_4xx_in_the_error_shape(
     live_server: LiveServer,
     method: str,
@@ -89,3 +125,10 @@ def test_a_hostile_input_is_a_4xx_in_the_error_shape(
         assert_error(response, response.status_code, response.json()["error"]["code"])
         exported = http.get("/export").text.splitlines()
         assert len(exported) == 1 and '"header"' in exported[0]  # nothing was stored
+
+
+def test_an_error_message_that_echoes_a_lone_surrogate_is_still_sent() -> None:
+    response = error_response(400, "invalid_input", "bad key '\ud800'")
+    assert orjson.loads(response.body) == {
+        "error": {"code": "invalid_input", "message": "bad key '\\ud800'"}
+    }

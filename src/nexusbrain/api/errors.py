@@ -45,7 +45,9 @@ _HTTP_CODES = {
 def error_response(
     status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> Response:
-    body = orjson.dumps({"error": {"code": code, "message": message}})
+    # A message that echoes a lone surrogate ("\ud800") is sent with it escaped.
+    text = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    body = orjson.dumps({"error": {"code": code, "message": text}})
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 

@@ -12,7 +12,7 @@ from fastapi import FastAPI, Path, Query
 from pydantic import ConfigDict, Field
 
 from nexusbrain import views
-from nexusbrain.api.schemas import Strict
+from nexusbrain.api.schemas import Body, Strict
 from nexusbrain.brain import Brain
 from nexusbrain.graph.model import AsOf, inputs_from_json, parse_instant
 from nexusbrain.records import MAX_ID
@@ -36,7 +36,7 @@ class RelationshipIn(Strict):
     source: str | None = Field(default=None, max_length=2000)
 
 
-class GraphIngestIn(Strict):
+class GraphIngestIn(Body):
     entities: list[EntityIn] = Field(default_factory=list, max_length=10_000)
     relationships: list[RelationshipIn] = Field(default_factory=list, max_length=10_000)
 
