@@ -28,6 +28,14 @@ def _nested(depth: int) -> dict[str, Any]:
     return value
 
 
+def _laughs(levels: int) -> str:
+    """Front matter of a few hundred bytes whose aliases expand 9 times a level."""
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    for n in range(1, levels):
+        lines.append(f"l{n}: &l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]")
+    return "---\n" + "\n".join(lines) + "\n---\nx"
+
+
 def _edge(**times: str) -> dict[str, Any]:
     return {"relationships": [{"from": "a", "type": "knows", "to": "b", **times}]}
 
@@ -106,8 +114,20 @@ BODIES = [
     ),
 ]
 
+FRONT_MATTER = [
+    case(
+        "recursive YAML alias",
+        "POST",
+        "/ingest/markdown",
+        json={"title": "t", "content": "---\na: &a [*a]\n---\nx"},
+    ),
+    case("YAML alias amplification", "POST", "/add", json={"text": _laughs(5)}),
+]
 
-@pytest.mark.parametrize(("method", "path", "params", "body", "raw"), IDS + TIMES + BODIES)
+
+@pytest.mark.parametrize(
+    ("method", "path", "params", "body", "raw"), IDS + TIMES + BODIES + FRONT_MATTER
+)
 def test_a_hostile_input_is_a_4xx_in_the_error_shape(
     live_server: LiveServer,
     method: str,
