@@ -124,9 +124,14 @@ FRONT_MATTER = [
     case("YAML alias amplification", "POST", "/add", json={"text": _laughs(5)}),
 ]
 
+EXPLAIN = [
+    case("doc is a superscript digit", "GET", "/explain", {"q": "x", "doc": "²"}),
+    case("doc is a huge number", "GET", "/explain", {"q": "x", "doc": str(BIG_ID)}),
+]
+
 
 @pytest.mark.parametrize(
-    ("method", "path", "params", "body", "raw"), IDS + TIMES + BODIES + FRONT_MATTER
+    ("method", "path", "params", "body", "raw"), IDS + TIMES + BODIES + FRONT_MATTER + EXPLAIN
 )
 def test_a_hostile_input_is_a_4xx_in_the_error_shape(
     live_server: LiveServer,

@@ -227,8 +227,17 @@ def _search_routes(app: FastAPI, brain: Brain) -> None:
         k: K = None,
         mode: SearchMode = SearchMode.BALANCED,
     ) -> dict[str, Any]:
-        target: int | str = int(doc) if doc.isdigit() else doc
+        target = _document_ref(doc)
         return views.explanation(brain.explain(q, target, k=k, filters=filters, mode=mode))
+
+
+def _document_ref(doc: str) -> int | str:
+    """A document id when `doc` is ASCII digits ("²" is a digit to str.isdigit), else a uri."""
+    if not (doc.isascii() and doc.isdigit()):
+        return doc
+    if int(doc) > MAX_ID:
+        raise InvalidInput(f"doc={doc} is not a document id: ids are at most {MAX_ID}")
+    return int(doc)
 
 
 def _document_routes(app: FastAPI, brain: Brain) -> None:
