@@ -7,6 +7,8 @@
     ├── ConfigError     a bad setting or environment variable          (HTTP 500)
     ├── MissingExtra    an optional dependency is not installed        (HTTP 501)
     └── StorageError    the database failed or is corrupt              (HTTP 500)
+        └── Busy        another writer held the database past the busy  (HTTP 503,
+                        timeout: nothing was changed, retry              Retry-After)
 
 Messages name the bad value and, where there is one, the fix.
 """
@@ -59,3 +61,10 @@ class MissingExtra(BrainError):
 
 class StorageError(BrainError):
     code = "storage_error"
+
+
+class Busy(StorageError):
+    """Another writer (another process) held the database for longer than the busy timeout.
+    Nothing was changed; the same request can simply be retried."""
+
+    code = "busy"

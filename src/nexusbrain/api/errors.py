@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Mapping
 
 import orjson
@@ -13,6 +14,7 @@ from starlette.exceptions import HTTPException
 
 from nexusbrain.errors import (
     BrainError,
+    Busy,
     ConfigError,
     Conflict,
     InvalidInput,
@@ -25,6 +27,7 @@ from nexusbrain.errors import (
 log = logging.getLogger(__name__)
 
 STATUS: dict[type[BrainError], int] = {
+    Busy: 503,
     NotFound: 404,
     TooLarge: 413,
     InvalidInput: 400,
@@ -40,6 +43,8 @@ _HTTP_CODES = {
     413: "too_large",
     429: "rate_limited",
 }
+RETRY_BUSY = {"Retry-After": "1"}  # seconds: a busy writer holds the lock for moments
+_SQLITE_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 
 def error_response(
@@ -51,7 +56,23 @@ def error_response(
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
+def is_busy(exc: BaseException) -> bool:
+    """Busy, or SQLite's "database is locked"/"busy" raised bare or as the cause of a
+    StorageError. (The storage layer raises these for a writer that waited out the busy
+    timeout; the request changed nothing and can be retried.)"""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, Busy):
+            return True
+        if isinstance(seen, sqlite3.OperationalError):
+            return (getattr(seen, "sqlite_errorcode", 0) & 0xFF) in _SQLITE_BUSY
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def status_of(exc: BrainError) -> int:
+    if is_busy(exc):
+        return 503
     for cls in type(exc).__mro__:
         if cls in STATUS:
             return STATUS[cls]
@@ -70,9 +91,18 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(BrainError)
     async def brain_error(_: Request, exc: BrainError) -> Response:
         status = status_of(exc)
+        if status == 503:
+            return _busy(exc.message)
         if status >= 500:
             log.error("%s: %s", exc.code, exc.message)
         return error_response(status, exc.code, exc.message)
+
+    @app.exception_handler(sqlite3.OperationalError)
+    async def database_error(_: Request, exc: sqlite3.OperationalError) -> Response:
+        if is_busy(exc):
+            return _busy(str(exc))
+        log.error("database error: %s", exc, exc_info=exc)
+        return error_response(500, "storage_error", f"database error: {exc}")
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> Response:
@@ -87,3 +117,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def unexpected(_: Request, exc: Exception) -> Response:
         log.exception("unexpected error")
         return error_response(500, "internal_error", f"internal error: {type(exc).__name__}")
+
+
+def _busy(message: str) -> Response:
+    text = f"the database is busy with another writer, nothing was changed: retry ({message})"
+    return error_response(503, Busy.code, text, RETRY_BUSY)
