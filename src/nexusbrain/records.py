@@ -325,6 +325,36 @@ def json_problem(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     64-bit integers, nested at most `max_depth` containers deep. A string must be Unicode text:
     JSON can spell a lone surrogate ("\\ud800"), but UTF-8 cannot store one. The answer names
     where the problem is (``tags[2]``, ``a.b``)."""
+    return None if _storable(value, max_depth) else _locate(value, max_depth)
+
+
+def _storable(value: object, max_depth: int) -> bool:
+    """json_problem's quick pass (it runs on every request body and imported record): only
+    whether there is a problem, without the bookkeeping of where."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return False
+        elif isinstance(item, dict):
+            if depth >= max_depth or not all(_is_key(key) for key in item):
+                return False
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            if depth >= max_depth:
+                return False
+            stack.extend((child, depth + 1) for child in item)
+        elif _scalar_problem(item) is not None:
+            return False
+    return True
+
+
+def _is_key(key: object) -> bool:
+    return isinstance(key, str) and not _SURROGATE.search(key)
+
+
+def _locate(value: object, max_depth: int) -> str | None:
     stack: list[tuple[object, str, int]] = [(value, "", 0)]
     while stack:
         item, where, depth = stack.pop()
@@ -339,7 +369,7 @@ def json_problem(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
             stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
         else:
             for key, child in item.items():
-                if not isinstance(key, str) or _SURROGATE.search(key):
+                if not _is_key(key):
                     shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
                     return f"{where or 'value'}: the key '{shown}' is not Unicode text"
                 stack.append((child, f"{where}.{key}" if where else key, depth + 1))
