@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
 
 from nexusbrain.api import create_app
 from nexusbrain.api.guard import ServerSettings
@@ -50,9 +51,11 @@ class LiveServer:
         return httpx.Client(base_url=self.url, timeout=30, **kwargs)  # type: ignore[arg-type]
 
 
-def start_server(brain: Brain, settings: ServerSettings) -> tuple[uvicorn.Server, threading.Thread]:
+def start_server(
+    brain: Brain, settings: ServerSettings, app: FastAPI | None = None
+) -> tuple[uvicorn.Server, threading.Thread]:
     config = uvicorn.Config(
-        create_app(brain, settings),
+        app or create_app(brain, settings),
         host=settings.host,
         port=settings.port,
         log_level="warning",

@@ -41,6 +41,7 @@ _HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     413: "too_large",
+    415: "unsupported_media_type",
     429: "rate_limited",
 }
 RETRY_BUSY = {"Retry-After": "1"}  # seconds: a busy writer holds the lock for moments

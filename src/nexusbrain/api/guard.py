@@ -1,5 +1,7 @@
-"""The gate in front of every route: per-client rate limits, bearer auth when a token is set,
-and request size limits. It also times searches and recalls for the envelope status.
+"""The gate in front of every route: the server's own Host and Origin only (api/hosts.py),
+per-client rate limits, bearer auth when a token is set, no simple-request content types on
+JSON endpoints, and request size limits. It also times searches and recalls for the envelope
+status.
 
 A pure ASGI middleware, so it also guards streamed bodies whose size is not declared."""
 
@@ -18,6 +20,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nexusbrain.api.errors import error_response
+from nexusbrain.api.hosts import AllowedHosts, simple_content_type
 from nexusbrain.api.monitor import TIMED_PATHS, LatencyWindow
 from nexusbrain.api.ratelimit import RateLimit, RateLimiter, is_loopback, retry_after_header
 from nexusbrain.bench.envelopes import DEFAULT_ENVELOPE, Envelope, envelope_named
@@ -26,6 +29,8 @@ from nexusbrain.errors import ConfigError
 from nexusbrain.web.login import LOGIN_PATH, OPEN_PATHS, TOKEN_COOKIE
 
 __all__ = ["Guard", "ServerSettings", "check_bind", "is_loopback"]
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +42,14 @@ class ServerSettings:
     rate_limit: RateLimit = field(default_factory=RateLimit)
     envelope: Envelope = field(default_factory=lambda: envelope_named(DEFAULT_ENVELOPE))
     envelope_check_seconds: float = 30.0  # 0: only /stats checks the envelope
+    allowed_hosts: tuple[str, ...] = ()  # names beside loopback's: "brain.lan", "host:port", "*"
 
     @classmethod
     def from_env(
         cls, host: str, port: int, limits: Limits, environ: Mapping[str, str] | None = None
     ) -> ServerSettings:
-        """BRAIN_API_TOKEN, BRAIN_ENVELOPE and the BRAIN_RATE_* variables (see RateLimit)."""
+        """BRAIN_API_TOKEN, BRAIN_ENVELOPE, BRAIN_ALLOWED_HOSTS (comma-separated) and the
+        BRAIN_RATE_* variables (see RateLimit)."""
         env = os.environ if environ is None else environ
         return cls(
             host=host,
@@ -51,6 +58,9 @@ class ServerSettings:
             limits=limits,
             rate_limit=RateLimit.from_env(env),
             envelope=envelope_named(env.get("BRAIN_ENVELOPE") or DEFAULT_ENVELOPE),
+            allowed_hosts=tuple(
+                h.strip() for h in env.get("BRAIN_ALLOWED_HOSTS", "").split(",") if h.strip()
+            ),
         )
 
 
@@ -72,17 +82,22 @@ class Guard:
         self.settings = settings
         self.limiter = RateLimiter(settings.rate_limit)
         self.latencies = latencies
+        self.hosts = AllowedHosts.of_server(settings.host, settings.port, settings.allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", ()))
+        refused = self._foreign(headers) or self._simple_request(scope, headers)
+        if refused is not None:
+            await refused(scope, receive, send)
             return
         client = scope.get("client")
         wait = self.limiter.retry_after(client[0] if client else None)
         if wait > 0:
             await self._rate_limited(wait)(scope, receive, send)
             return
-        headers = dict(scope.get("headers", ()))
         if self.settings.token and not self._authorised(scope, headers):
             await self._unauthorised(scope)(scope, receive, send)
             return
@@ -95,6 +110,51 @@ class Guard:
             await self._call_timed(scope, receive, send, limit)
         else:
             await self._call_limited(scope, receive, send, limit)
+
+    def _foreign(self, headers: Mapping[bytes, bytes]) -> Response | None:
+        """A refusal if the request names a host or comes from a page that is not this
+        server's (DNS rebinding, cross-site requests): see api/hosts.py."""
+        host = headers.get(b"host", b"").decode("latin-1")
+        if host and not self.hosts.host_ok(host):
+            return error_response(
+                421,
+                "host_not_allowed",
+                f"Host {host!r} is not a name of this server ({self.hosts.names()}); a page of "
+                "another site may be trying DNS rebinding. To reach the server by this name, "
+                "add it to BRAIN_ALLOWED_HOSTS",
+            )
+        origin = headers.get(b"origin")
+        # A page whose Referrer-Policy is no-referrer (the web UI's) posts its forms with
+        # `Origin: null`; the browser's own Sec-Fetch-Site, which no page can set, vouches.
+        same_origin = headers.get(b"sec-fetch-site") == b"same-origin"
+        if origin == b"null" and same_origin:
+            return None
+        if origin is not None and not self.hosts.origin_ok(origin.decode("latin-1"), host):
+            return error_response(
+                403,
+                "origin_not_allowed",
+                f"Origin {origin.decode('latin-1')!r} is not this server's: requests from pages "
+                "of other sites are refused. For a page served under another name of this "
+                "server, add that name to BRAIN_ALLOWED_HOSTS",
+            )
+        return None
+
+    @staticmethod
+    def _simple_request(scope: Scope, headers: Mapping[bytes, bytes]) -> Response | None:
+        """A refusal of a body in a content type any page may post to any site without a
+        CORS preflight (text/plain, forms); the sign-in form of the web UI is the exception."""
+        content_type = headers.get(b"content-type", b"").decode("latin-1")
+        if scope["method"] not in _BODY_METHODS or not simple_content_type(content_type):
+            return None
+        if scope["path"] in OPEN_PATHS:
+            return None
+        expected = "application/x-ndjson" if scope["path"] == "/import" else "application/json"
+        return error_response(
+            415,
+            "unsupported_media_type",
+            f"Content-Type {content_type!r} is not accepted here: send {expected} (any web "
+            "page may post text/plain and forms to any site, so JSON endpoints refuse them)",
+        )
 
     def _authorised(self, scope: Scope, headers: Mapping[bytes, bytes]) -> bool:
         """The bearer header; or, for reads only, the cookie the web UI's sign-in page sets
