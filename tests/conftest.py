@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from nexusbrain.api import create_app
 from nexusbrain.api.guard import ServerSettings
+from nexusbrain.api.server import uvicorn_config
 from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Settings
@@ -54,14 +55,7 @@ class LiveServer:
 def start_server(
     brain: Brain, settings: ServerSettings, app: FastAPI | None = None
 ) -> tuple[uvicorn.Server, threading.Thread]:
-    config = uvicorn.Config(
-        app or create_app(brain, settings),
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        access_log=False,
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app or create_app(brain, settings), settings, "warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

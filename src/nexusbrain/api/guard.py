@@ -43,13 +43,14 @@ class ServerSettings:
     envelope: Envelope = field(default_factory=lambda: envelope_named(DEFAULT_ENVELOPE))
     envelope_check_seconds: float = 30.0  # 0: only /stats checks the envelope
     allowed_hosts: tuple[str, ...] = ()  # names beside loopback's: "brain.lan", "host:port", "*"
+    trusted_proxies: tuple[str, ...] = ()  # addresses or networks whose X-Forwarded-For counts
 
     @classmethod
     def from_env(
         cls, host: str, port: int, limits: Limits, environ: Mapping[str, str] | None = None
     ) -> ServerSettings:
-        """BRAIN_API_TOKEN, BRAIN_ENVELOPE, BRAIN_ALLOWED_HOSTS (comma-separated) and the
-        BRAIN_RATE_* variables (see RateLimit)."""
+        """BRAIN_API_TOKEN, BRAIN_ENVELOPE, BRAIN_ALLOWED_HOSTS and BRAIN_TRUSTED_PROXIES
+        (comma-separated lists) and the BRAIN_RATE_* variables (see RateLimit)."""
         env = os.environ if environ is None else environ
         return cls(
             host=host,
@@ -58,10 +59,13 @@ class ServerSettings:
             limits=limits,
             rate_limit=RateLimit.from_env(env),
             envelope=envelope_named(env.get("BRAIN_ENVELOPE") or DEFAULT_ENVELOPE),
-            allowed_hosts=tuple(
-                h.strip() for h in env.get("BRAIN_ALLOWED_HOSTS", "").split(",") if h.strip()
-            ),
+            allowed_hosts=_names(env, "BRAIN_ALLOWED_HOSTS"),
+            trusted_proxies=_names(env, "BRAIN_TRUSTED_PROXIES"),
         )
+
+
+def _names(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in environ.get(name, "").split(",") if part.strip())
 
 
 def check_bind(settings: ServerSettings) -> None:

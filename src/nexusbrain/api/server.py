@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from nexusbrain.api.app import create_app
 from nexusbrain.api.guard import ServerSettings, check_bind
@@ -26,4 +27,20 @@ def run(brain: Brain, *, host: str, port: int, log_level: str = "info", mcp: boo
         from nexusbrain.mcp_server.http import mount_mcp
 
         mount_mcp(app, brain, settings)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    uvicorn.Server(uvicorn_config(app, settings, log_level)).run()
+
+
+def uvicorn_config(app: ASGIApp, settings: ServerSettings, log_level: str) -> uvicorn.Config:
+    """How uvicorn serves the app. X-Forwarded-For and X-Forwarded-Proto are believed only from
+    BRAIN_TRUSTED_PROXIES (uvicorn's own default trusts them from 127.0.0.1, and any local
+    client could then name itself anyone to the rate limiter)."""
+    trusted = list(settings.trusted_proxies)
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        access_log=False,
+        proxy_headers=bool(trusted),
+        forwarded_allow_ips=trusted or None,
+    )
