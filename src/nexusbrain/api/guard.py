@@ -68,14 +68,40 @@ def _names(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in environ.get(name, "").split(",") if part.strip())
 
 
+MIN_TOKEN_CHARS = 32
+MIN_TOKEN_DISTINCT = 8  # 32 random hex digits hold about 14 different ones, under 8 ~never
+MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
 def check_bind(settings: ServerSettings) -> None:
-    """Refuse to listen beyond this machine without a token to guard it."""
-    if not is_loopback(settings.host) and not settings.token:
+    """Refuse to listen beyond this machine without a real secret to guard it."""
+    if is_loopback(settings.host):
+        return
+    if not settings.token:
         raise ConfigError(
             f"refusing to bind {settings.host}: it is not a loopback address and no API token is "
-            "set. Set BRAIN_API_TOKEN (clients then send 'Authorization: Bearer <token>'), "
-            "or bind 127.0.0.1"
+            "set. Set BRAIN_API_TOKEN to a secret (clients then send 'Authorization: Bearer "
+            f"<token>'); make one with: {MAKE_TOKEN}. Or bind 127.0.0.1"
         )
+    weakness = token_weakness(settings.token)
+    if weakness:
+        raise ConfigError(
+            f"refusing to bind {settings.host} with a weak BRAIN_API_TOKEN: {weakness}. "
+            f"Make a real secret with: {MAKE_TOKEN}"
+        )
+
+
+def token_weakness(token: str) -> str | None:
+    """Why `token` is too easy to guess for a server others can reach, or None. (It is never
+    echoed.)"""
+    distinct = len(set(token))
+    if any(c.isspace() or not c.isprintable() for c in token):
+        return "it holds spaces or control characters"
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"it has {len(token)} characters, fewer than {MIN_TOKEN_CHARS}"
+    if distinct < MIN_TOKEN_DISTINCT:
+        return f"it has only {distinct} different characters (at least {MIN_TOKEN_DISTINCT})"
+    return None
 
 
 class Guard:
