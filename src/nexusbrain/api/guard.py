@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlencode
+from urllib.parse import unquote_to_bytes, urlencode
 
 from starlette.exceptions import HTTPException
 from starlette.requests import cookie_parser
@@ -119,7 +119,11 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers", ()))
-        refused = self._foreign(headers) or self._simple_request(scope, headers)
+        refused = (
+            self._foreign(headers)
+            or self._simple_request(scope, headers)
+            or self._unreadable_query(scope)
+        )
         if refused is not None:
             await refused(scope, receive, send)
             return
@@ -185,6 +189,24 @@ class Guard:
             f"Content-Type {content_type!r} is not accepted here: send {expected} (any web "
             "page may post text/plain and forms to any site, so JSON endpoints refuse them)",
         )
+
+    @staticmethod
+    def _unreadable_query(scope: Scope) -> Response | None:
+        """A refusal of a query string whose percent-decoded bytes are not UTF-8 (the
+        framework would replace them with U+FFFD and search for that)."""
+        raw: bytes = scope.get("query_string", b"")
+        if raw.isascii() and b"%" not in raw:
+            return None
+        try:
+            unquote_to_bytes(raw.replace(b"+", b" ")).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return error_response(
+                400,
+                "invalid_input",
+                f"the query string is not valid UTF-8 ({exc.reason} at byte {exc.start} once "
+                "decoded): percent-encode text as UTF-8, e.g. café as caf%C3%A9",
+            )
+        return None
 
     def _authorised(self, scope: Scope, headers: Mapping[bytes, bytes]) -> bool:
         """The bearer header; or, for reads only, the cookie the web UI's sign-in page sets

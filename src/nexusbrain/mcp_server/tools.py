@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nexusbrain import views
 from nexusbrain.brain import Brain, Recall
-from nexusbrain.errors import InvalidInput
+from nexusbrain.errors import InvalidInput, NotFound
 from nexusbrain.graph.model import AsOf, inputs_from_json, parse_instant
 from nexusbrain.records import Document, SearchFilters, SearchMode
 from nexusbrain.retrieval.filters import make_filters
@@ -195,7 +195,10 @@ def _document(brain: Brain, document_id: int | None, path: str | None) -> Docume
     if document_id is not None and path is None:
         return brain.get_document(document_id)
     if path is not None and document_id is None:
-        return brain.find_document(_uri(path))
+        try:
+            return brain.find_document(_uri(path))
+        except NotFound:  # named as given: the path it resolves to is the server's business
+            raise NotFound(f"no document with uri or path {path!r}") from None
     raise InvalidInput("give the document's id or its path, not both and not neither")
 
 
