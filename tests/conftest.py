@@ -13,8 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
 
 from nexusbrain.api import create_app
+from nexusbrain.api.server import uvicorn_config
 from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Profile, ServerSettings, Settings
@@ -50,15 +52,10 @@ class LiveServer:
         return httpx.Client(base_url=self.url, timeout=30, **kwargs)  # type: ignore[arg-type]
 
 
-def start_server(brain: Brain, settings: ServerSettings) -> tuple[uvicorn.Server, threading.Thread]:
-    config = uvicorn.Config(
-        create_app(brain, settings),
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        access_log=False,
-    )
-    server = uvicorn.Server(config)
+def start_server(
+    brain: Brain, settings: ServerSettings, app: FastAPI | None = None
+) -> tuple[uvicorn.Server, threading.Thread]:
+    server = uvicorn.Server(uvicorn_config(app or create_app(brain, settings), settings, "warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

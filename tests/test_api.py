@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
 from nexusbrain.api.guard import check_bind
@@ -193,9 +195,21 @@ def test_token_is_required_when_set(token_server: LiveServer) -> None:
 def test_binding_beyond_loopback_needs_a_token() -> None:
     with pytest.raises(ConfigError, match="BRAIN_API_TOKEN"):
         check_bind(ServerSettings(host="0.0.0.0"))
-    check_bind(ServerSettings(host="0.0.0.0", token="t"))
+    check_bind(ServerSettings(host="0.0.0.0", token=secrets.token_urlsafe(32)))
+    check_bind(ServerSettings(host="192.168.1.5", token=secrets.token_hex(16)))
     check_bind(ServerSettings(host="127.0.0.1"))
     check_bind(ServerSettings(host="::1"))
+    check_bind(ServerSettings(host="127.0.0.1", token="t"))  # on loopback a token is extra
+
+
+@pytest.mark.parametrize(
+    "token",
+    [" ", "a", "s3cret-token", "a" * 64, "ab" * 32, "abcdefg" * 8, "x" * 20 + " " + "y" * 20],
+)
+def test_binding_beyond_loopback_needs_a_real_secret(token: str) -> None:
+    with pytest.raises(ConfigError, match=r"secrets\.token_urlsafe\(32\)") as refused:
+        check_bind(ServerSettings(host="0.0.0.0", token=token))
+    assert repr(token) not in refused.value.message  # a secret is never echoed
 
 
 def test_openapi_schema_is_served_and_lists_the_routes(live_server: LiveServer) -> None:

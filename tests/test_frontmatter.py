@@ -99,3 +99,31 @@ def test_round_trip_of_simple_mappings(data: dict[str, object], eol: str) -> Non
     front = parse_front_matter(block + "body")
     assert dict(front.data) == data
     assert front.body_start == len(block)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "line"),
+    [
+        ("a: &a [*a]", 2),  # a list that holds itself
+        ("base: &b {x: 1}\nother:\n  <<: *b", 4),  # a merge key is an alias too
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "c: [*b, *b, *b, *b, *b, *b, *b, *b, *b]",  # each level multiplies the size by 9
+            3,
+        ),
+    ],
+)
+def test_yaml_aliases_are_refused_naming_the_line(yaml_text: str, line: int) -> None:
+    expected = rf"at line {line}: an alias \(\*\w\) is not allowed in front matter; write the"
+    with pytest.raises(ValueError, match=expected):
+        parse_front_matter(f"---\n{yaml_text}\n---\nbody")
+
+
+def test_an_anchor_without_an_alias_is_plain_yaml() -> None:
+    assert parse_front_matter("---\na: &x 1\n---\nbody").data == {"a": 1}
+
+
+def test_yaml_nested_too_deeply_for_the_parser_is_an_error() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    with pytest.raises(ValueError, match="nested too deeply"):
+        parse_front_matter(f"---\na: {deep}\n---\nbody")

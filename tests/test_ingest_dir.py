@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -148,3 +149,49 @@ def test_missing_folder_is_a_clear_error(brain: Brain, tmp_path: Path) -> None:
 
     with pytest.raises(NotFound, match="no such folder"):
         brain.ingest_dir(tmp_path / "nope")
+
+
+def test_a_recursive_yaml_alias_is_one_file_s_error(brain: Brain, vault: Path) -> None:
+    write(vault / "loop.md", "---\na: &a [*a]\n---\n# Loop\n\ntext")
+    write(vault / "bomb.md", "---\na: &a [x, x]\nb: [*a, *a]\n---\n# Bomb\n\ntext")
+    report = brain.ingest_dir(vault)
+    reasons = {Path(p.path).name: p.reason for p in report.errors}
+    assert set(reasons) == {"loop.md", "bomb.md"}
+    assert all("alias" in reason for reason in reasons.values())
+    assert report.added == 3
+
+
+def test_a_file_name_that_is_not_utf8_is_one_file_s_error(brain: Brain, vault: Path) -> None:
+    folder = os.fsencode(vault)
+    with open(os.path.join(folder, b"caf\xe9.md"), "wb") as file:
+        file.write(b"# Cafe\n\nlatin-1 name")
+    os.mkdir(os.path.join(folder, b"dir\xff"))
+    with open(os.path.join(folder, b"dir\xff", b"inside.md"), "wb") as file:
+        file.write(b"# Inside\n\ntext")
+    report = brain.ingest_dir(vault)
+    shown = sorted(Path(p.path).name for p in report.errors)
+    assert shown == ["caf\\xe9.md", "dir\\xff"]
+    assert all("not valid UTF-8" in p.reason and "rename" in p.reason for p in report.errors)
+    assert all(p.path.encode("utf-8") for p in report.errors)  # printable as it is
+    assert report.added == 3
+
+
+def test_ingest_dir_lists_bad_names_and_aliases_and_ingests_the_rest(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from nexusbrain.cli.main import cli
+
+    notes = tmp_path / "notes"
+    write(notes / "good.md", "# Good\n\nthe okapi grazes")
+    write(notes / "loop.md", "---\na: &a [*a]\n---\n# Loop\n\ntext")
+    with open(os.path.join(os.fsencode(notes), b"caf\xe9.md"), "wb") as file:
+        file.write(b"# Cafe\n\ntext")
+    db = ["--db", str(tmp_path / "cli.db")]
+    result = CliRunner().invoke(cli, [*db, "ingest-dir", str(notes), "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    assert report["added"] == 1
+    reasons = {Path(e["path"]).name: e["reason"] for e in report["errors"]}
+    assert "alias" in reasons["loop.md"] and "not valid UTF-8" in reasons["caf\\xe9.md"]
+    found = CliRunner().invoke(cli, [*db, "search", "okapi", "--json"])
+    assert json.loads(found.output)["hits"][0]["uri"].endswith("good.md")

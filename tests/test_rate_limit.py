@@ -118,3 +118,38 @@ def test_loopback_clients_are_never_limited_by_default(brain: Brain) -> None:
     for server in _serve(brain, ServerSettings(port=free_port(), rate_limit=limit)):
         with server.client() as http:
             assert {http.get("/health").status_code for _ in range(50)} == {200}
+
+
+def test_a_forged_x_forwarded_for_does_not_buy_a_new_bucket(brain: Brain) -> None:
+    """uvicorn trusts proxy headers from 127.0.0.1 unless told not to: the server tells it."""
+    limit = RateLimit(rate=0.01, burst=2, limit_loopback=True)
+    for server in _serve(brain, ServerSettings(port=free_port(), rate_limit=limit)):
+        with server.client() as http:
+            forged = [f"203.0.113.{n}" for n in range(5)]
+            codes = [
+                http.get("/health", headers={"X-Forwarded-For": ip}).status_code for ip in forged
+            ]
+            assert codes == [200, 200, 429, 429, 429]
+
+
+def test_a_trusted_proxy_names_the_client(brain: Brain) -> None:
+    """Behind a configured proxy each client has its own bucket, and is limited even though
+    the proxy itself is on loopback."""
+    limit = RateLimit(rate=0.01, burst=2)
+    settings = ServerSettings(port=free_port(), rate_limit=limit, trusted_proxies=("127.0.0.1",))
+    for server in _serve(brain, settings):
+        with server.client() as http:
+            alice, bob = {"X-Forwarded-For": "203.0.113.1"}, {"X-Forwarded-For": "203.0.113.2"}
+            assert [http.get("/health", headers=alice).status_code for _ in range(3)] == [
+                200,
+                200,
+                429,
+            ]
+            assert http.get("/health", headers=bob).status_code == 200
+
+
+def test_trusted_proxies_come_from_the_environment() -> None:
+    env = {"BRAIN_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}
+    settings = server_settings("127.0.0.1", 1, ServerSettings().limits, env)
+    assert settings.trusted_proxies == ("127.0.0.1", "10.0.0.0/8")
+    assert server_settings("127.0.0.1", 1, ServerSettings().limits, {}).trusted_proxies == ()

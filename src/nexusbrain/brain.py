@@ -31,6 +31,7 @@ from nexusbrain.ingest.conversation import Session, prepare_session
 from nexusbrain.ingest.directory import DirectoryReport, ingest_directory
 from nexusbrain.ingest.documents import Prepared, content_hash, decode_utf8, prepare_markdown
 from nexusbrain.records import (
+    MAX_ID,
     Capture,
     Chunk,
     Document,
@@ -502,6 +503,8 @@ class Brain:
         if isinstance(ref, int):
             return self.get_document(ref)
         if ref.isascii() and ref.isdigit():
+            if int(ref) > MAX_ID:
+                raise NotFound(f"no document with id {ref}: ids are at most {MAX_ID}")
             return self.get_document(int(ref))
         found = self._store.find_document(ref)
         if found is None:

@@ -14,11 +14,21 @@ def utc_now() -> datetime:
 
 
 def parse_time(text: str) -> datetime:
-    """Parse ISO-8601 into an aware UTC datetime; a naive value is taken as UTC."""
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    """Parse ISO-8601 into an aware UTC datetime; a naive value is taken as UTC.
+
+    ValueError if it is not ISO-8601, or if its offset takes it outside years 1 to 9999 in UTC
+    (``0001-01-01T00:00+05:00`` is a moment of year 0)."""
+    return as_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def as_utc(value: datetime) -> datetime:
+    """`value` in UTC (a naive value is taken as UTC); ValueError if UTC has no such moment."""
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is outside years 1 to 9999 in UTC") from None
 
 
 def format_time(value: datetime) -> str:

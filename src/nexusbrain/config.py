@@ -14,6 +14,8 @@ The variables, all optional:
 | `BRAIN_API_TOKEN` | the bearer token the server requires (needed beyond loopback) |
 | `BRAIN_BIND_HOST`, `BIND_PORT` | where `serve` listens (127.0.0.1:8765) |
 | `BRAIN_RATE_LIMIT`, `BRAIN_RATE_BURST`, `BRAIN_RATE_LIMIT_LOOPBACK` | per-client rate limit |
+| `BRAIN_ALLOWED_HOSTS` | host names the server answers to beside loopback's (comma-separated) |
+| `BRAIN_TRUSTED_PROXIES` | proxies whose X-Forwarded-For is believed (comma-separated) |
 | `BRAIN_ENVELOPE` | the envelope the server reports against (`desktop`) |
 | `BRAIN_EVALS_DIR` | where eval results are logged (`.nexusbrain-evals` at the git root) |
 | `BRAIN_ANSWER_*` | the answer-generation endpoint of `eval run-all` (see evals/answer.py) |
@@ -176,6 +178,8 @@ class ServerSettings:
     rate_limit: RateLimit = field(default_factory=RateLimit)
     envelope: Envelope = field(default_factory=lambda: envelope_named(DEFAULT_ENVELOPE))
     envelope_check_seconds: float = 30.0  # 0: only /stats checks the envelope
+    allowed_hosts: tuple[str, ...] = ()  # names beside loopback's: "brain.lan", "host:port", "*"
+    trusted_proxies: tuple[str, ...] = ()  # addresses or networks whose X-Forwarded-For counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +246,9 @@ def server_settings(
     environ: Mapping[str, str] | None = None,
 ) -> ServerSettings:
     """The server's settings: explicit flags, else BRAIN_BIND_HOST and BIND_PORT; the token,
-    rate limit and envelope from BRAIN_API_TOKEN, BRAIN_RATE_* and BRAIN_ENVELOPE."""
+    rate limit and envelope from BRAIN_API_TOKEN, BRAIN_RATE_* and BRAIN_ENVELOPE; the names
+    the server answers to beside loopback's and the proxies it believes, from
+    BRAIN_ALLOWED_HOSTS and BRAIN_TRUSTED_PROXIES (comma-separated)."""
     env = _environ(environ)
     rate = RateLimit(
         rate=_number(env, "BRAIN_RATE_LIMIT", DEFAULT_RATE),
@@ -256,6 +262,8 @@ def server_settings(
         limits=limits or Limits(),
         rate_limit=rate,
         envelope=envelope_named(env.get("BRAIN_ENVELOPE") or DEFAULT_ENVELOPE),
+        allowed_hosts=_names(env, "BRAIN_ALLOWED_HOSTS"),
+        trusted_proxies=_names(env, "BRAIN_TRUSTED_PROXIES"),
     )
 
 
@@ -312,6 +320,10 @@ def _durability(value: str) -> Durability:
     except ValueError:
         choices = ", ".join(d.value for d in Durability)
         raise ConfigError(f"BRAIN_DURABILITY={value!r} is not one of: {choices}") from None
+
+
+def _names(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in environ.get(name, "").split(",") if part.strip())
 
 
 def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:

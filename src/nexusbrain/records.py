@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,6 +15,10 @@ class Progress(Protocol):
     """Told how far a long job has got: `done` of `total` in `phase` ("ingesting"...)."""
 
     def __call__(self, phase: str, done: int, total: int, /) -> None: ...
+
+
+MAX_ID = 2**63 - 1  # ids are signed 64-bit integers (SQLite INTEGER, PostgreSQL bigint)
+MAX_JSON_DEPTH = 32  # how deeply a stored JSON value (metadata) or a request body may nest
 
 
 class DocumentKind(StrEnum):
@@ -324,3 +330,79 @@ class Relationship:
     @property
     def current(self) -> bool:
         return self.superseded_at is None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_INTEGERS = (-(2**63), 2**64 - 1)  # what JSON columns hold exactly
+
+
+def json_problem(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why `value` cannot be stored as JSON and read back the same, or None if it can.
+
+    A value may hold dicts with string keys, lists, strings, booleans, None, finite floats and
+    64-bit integers, nested at most `max_depth` containers deep. A string must be Unicode text:
+    JSON can spell a lone surrogate ("\\ud800"), but UTF-8 cannot store one. The answer names
+    where the problem is (``tags[2]``, ``a.b``)."""
+    return None if _storable(value, max_depth) else _locate(value, max_depth)
+
+
+def _storable(value: object, max_depth: int) -> bool:
+    """json_problem's quick pass (it runs on every request body and imported record): only
+    whether there is a problem, without the bookkeeping of where."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return False
+        elif isinstance(item, dict):
+            if depth >= max_depth or not all(_is_key(key) for key in item):
+                return False
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            if depth >= max_depth:
+                return False
+            stack.extend((child, depth + 1) for child in item)
+        elif _scalar_problem(item) is not None:
+            return False
+    return True
+
+
+def _is_key(key: object) -> bool:
+    return isinstance(key, str) and not _SURROGATE.search(key)
+
+
+def _locate(value: object, max_depth: int) -> str | None:
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            problem = _scalar_problem(item)
+            if problem:
+                return f"{where or 'value'}: {problem}"
+        elif depth >= max_depth:
+            top = re.split(r"[.\[]", where, maxsplit=1)[0] or "value"
+            return f"{top}: nested more than {max_depth} levels deep"
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+        else:
+            for key, child in item.items():
+                if not _is_key(key):
+                    shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+                    return f"{where or 'value'}: the key '{shown}' is not Unicode text"
+                stack.append((child, f"{where}.{key}" if where else key, depth + 1))
+    return None
+
+
+def _scalar_problem(value: object) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        bad = _SURROGATE.search(value)
+        return f"holds a lone surrogate U+{ord(bad[0]):04X}, which is not text" if bad else None
+    if isinstance(value, int):
+        low, high = _INTEGERS
+        return None if low <= value <= high else f"the integer {value} is beyond 64 bits"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value} is not a finite number"
+    return f"a {type(value).__name__} is not a JSON value"

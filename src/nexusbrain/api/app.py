@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
 import orjson
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from nexusbrain import __version__, views
@@ -27,7 +27,7 @@ from nexusbrain.brain import Brain
 from nexusbrain.config import ServerSettings
 from nexusbrain.ingest.conversation import sessions_from_json
 from nexusbrain.jsonlines import parse_line
-from nexusbrain.records import MarkdownNote, SearchFilters, SearchMode, WriteStatus
+from nexusbrain.records import MAX_ID, MarkdownNote, SearchFilters, SearchMode, WriteStatus
 from nexusbrain.retrieval.filters import make_filters
 from nexusbrain.web import web_routes
 
@@ -164,7 +164,7 @@ def _ingest_routes(app: FastAPI, brain: Brain) -> None:
 def filter_params(
     domain: str | None = None,
     path_prefix: str | None = None,
-    document_id: int | None = None,
+    document_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
     kind: str | None = None,
     updated_after: str | None = None,
     updated_before: str | None = None,
@@ -181,6 +181,7 @@ def filter_params(
 
 Filters = Annotated[SearchFilters, Depends(filter_params)]
 K = Annotated[int | None, Query(ge=1, le=1000, description="hits; default: the mode's")]
+DocumentId = Annotated[int, Path(ge=1, le=MAX_ID, description="the document's id")]
 
 
 def _search_routes(app: FastAPI, brain: Brain) -> None:
@@ -233,15 +234,15 @@ def _document_routes(app: FastAPI, brain: Brain) -> None:
         return views.document(document, brain.document_chunks(document.id) if chunks else None)
 
     @app.get("/documents/{document_id}", tags=["documents"])
-    def get_document(document_id: int, chunks: bool = False) -> dict[str, Any]:
+    def get_document(document_id: DocumentId, chunks: bool = False) -> dict[str, Any]:
         document = brain.get_document(document_id)
         return views.document(document, brain.document_chunks(document_id) if chunks else None)
 
     @app.get("/documents/{document_id}/history", tags=["documents"])
-    def document_history(document_id: int) -> dict[str, Any]:
+    def document_history(document_id: DocumentId) -> dict[str, Any]:
         return {"id": document_id, "revisions": brain.document_history(document_id)}
 
     @app.delete("/documents/{document_id}", tags=["documents"])
-    def delete_document(document_id: int) -> dict[str, Any]:
+    def delete_document(document_id: DocumentId) -> dict[str, Any]:
         retired = brain.delete_document(document_id)
         return {"id": document_id, "status": "retired" if retired else "already_retired"}

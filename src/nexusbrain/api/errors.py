@@ -42,14 +42,18 @@ _HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     413: "too_large",
+    415: "unsupported_media_type",
     429: "rate_limited",
 }
+RETRY_BUSY = {"Retry-After": "1"}  # seconds: a busy writer holds the lock for moments
 
 
 def error_response(
     status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> Response:
-    body = orjson.dumps({"error": {"code": code, "message": message}})
+    # A message that echoes a lone surrogate ("\ud800") is sent with it escaped.
+    text = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    body = orjson.dumps({"error": {"code": code, "message": text}})
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
@@ -72,6 +76,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(BrainError)
     async def brain_error(_: Request, exc: BrainError) -> Response:
         status = status_of(exc)
+        if status == 503:
+            return _busy(exc.message)
         if status >= 500:
             log.error("%s: %s", exc.code, exc.message)
         return error_response(status, exc.code, exc.message)
@@ -89,3 +95,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def unexpected(_: Request, exc: Exception) -> Response:
         log.exception("unexpected error")
         return error_response(500, "internal_error", f"internal error: {type(exc).__name__}")
+
+
+def _busy(message: str) -> Response:
+    text = f"the database is busy with another writer, nothing was changed: retry ({message})"
+    return error_response(503, Busy.code, text, RETRY_BUSY)

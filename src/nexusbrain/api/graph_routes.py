@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query
+from fastapi import FastAPI, Path, Query
 from pydantic import ConfigDict, Field
 
 from nexusbrain import views
-from nexusbrain.api.schemas import Strict
+from nexusbrain.api.schemas import Body, Strict
 from nexusbrain.brain import Brain
 from nexusbrain.graph.model import AsOf, inputs_from_json, parse_instant
+from nexusbrain.records import MAX_ID
 
 NAME = Field(min_length=1, max_length=500)
 
@@ -35,7 +36,7 @@ class RelationshipIn(Strict):
     source: str | None = Field(default=None, max_length=2000)
 
 
-class GraphIngestIn(Strict):
+class GraphIngestIn(Body):
     entities: list[EntityIn] = Field(default_factory=list, max_length=10_000)
     relationships: list[RelationshipIn] = Field(default_factory=list, max_length=10_000)
 
@@ -61,7 +62,9 @@ def graph_routes(app: FastAPI, brain: Brain) -> None:
         return views.graph_ingest(brain.graph.ingest(entities, relationships, dry_run=dry_run))
 
     @app.get("/graph/relationships/{relationship_id}/history", tags=["graph"])
-    def history(relationship_id: int) -> dict[str, Any]:
+    def history(
+        relationship_id: Annotated[int, Path(ge=1, le=MAX_ID, description="any version's id")],
+    ) -> dict[str, Any]:
         """Every version of the lineage, oldest first, and the current one (or null)."""
         return views.relationship_history(brain.graph.history(relationship_id))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from typing import Any
 
-from nexusbrain.clock import format_time, parse_time
+from nexusbrain.clock import as_utc, format_time, parse_time
 from nexusbrain.errors import InvalidInput
 from nexusbrain.records import Entity, Relationship, RetireReason, WriteStatus
 
@@ -165,16 +165,18 @@ def parse_instant(name: str, value: object) -> datetime | None:
     """An ISO-8601 time (a YAML date or datetime too) as aware UTC, or None for None/''."""
     if value is None or value == "":
         return None
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    if isinstance(value, date):
-        return datetime.combine(value, time(0), tzinfo=UTC)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, datetime):
+            return as_utc(value)
+        if isinstance(value, date):
+            return datetime.combine(value, time(0), tzinfo=UTC)
+        if isinstance(value, str):
             return parse_time(value.strip())
-        except ValueError:
-            pass
-    raise InvalidInput(f"{name}={value!r} is not an ISO-8601 time (e.g. 2025-01-31)")
+    except ValueError:
+        pass
+    raise InvalidInput(
+        f"{name}={value!r} is not an ISO-8601 time in years 1 to 9999 (e.g. 2025-01-31)"
+    )
 
 
 _ENTITY_FIELDS = {"name", "type", "aliases"}

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from nexusbrain.clock import parse_time
 from nexusbrain.errors import InvalidInput
 from nexusbrain.ingest.documents import Prepared
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind
@@ -134,7 +135,8 @@ def _session_draft(
 
 def sessions_from_json(sessions: Sequence[Mapping[str, Any]]) -> list[Session]:
     """Sessions from plain JSON objects: `{id, conversation?, timestamp?, turns: [{role|speaker,
-    content|text, timestamp?, id?}]}`. Errors name the session and turn."""
+    content|text, timestamp?, id?}]}`, timestamps in ISO-8601. Errors name the session and
+    turn."""
     return [_session(s, i) for i, s in enumerate(sessions)]
 
 
@@ -149,7 +151,7 @@ def _session(raw: Mapping[str, Any], index: int) -> Session:
         id=str(sid),
         turns=tuple(_turn(t, index, j) for j, t in enumerate(turns)),
         conversation=_opt_str(raw.get("conversation")),
-        timestamp=_opt_str(raw.get("timestamp")),
+        timestamp=_timestamp(raw.get("timestamp"), f"sessions[{index}]"),
     )
 
 
@@ -166,8 +168,23 @@ def _turn(raw: Any, session: int, index: int) -> Turn:
     return Turn(
         role=role,
         content=content,
-        timestamp=_opt_str(raw.get("timestamp")),
+        timestamp=_timestamp(raw.get("timestamp"), where),
         id=_opt_str(raw.get("id")),
+    )
+
+
+def _timestamp(value: Any, where: str) -> str | None:
+    """An ISO-8601 time, kept as given (None when absent)."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, str):
+            parse_time(value)
+            return value
+    except ValueError:
+        pass
+    raise InvalidInput(
+        f"{where}: timestamp={value!r} is not an ISO-8601 time (e.g. 2025-01-31T09:30:00Z)"
     )
 
 

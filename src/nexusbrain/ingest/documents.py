@@ -11,7 +11,7 @@ from nexusbrain.config import ChunkingConfig
 from nexusbrain.errors import InvalidInput, TooLarge
 from nexusbrain.ingest.chunking import ChunkSpan, chunk_markdown
 from nexusbrain.ingest.frontmatter import FrontMatter, parse_front_matter, title_from
-from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind
+from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, json_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,26 +83,32 @@ def prepare_markdown(
         kind=kind,
         revision=revision or content_hash(text.encode("utf-8")),
         content=text,
-        metadata=_merged(front, metadata),
+        metadata=_merged(front, metadata, uri),
     )
     return Prepared(draft, _chunk_drafts(spans), front.data)
 
 
-def _merged(front: FrontMatter, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+def _merged(front: FrontMatter, metadata: Mapping[str, Any] | None, uri: str) -> dict[str, Any]:
+    """The front matter (as `front_matter`) and the given metadata; InvalidInput if the result
+    cannot be stored as JSON and read back the same (see records.json_problem)."""
     merged: dict[str, Any] = {}
     if front.data:
         merged["front_matter"] = _jsonable(front.data)
     merged.update(metadata or {})
+    problem = json_problem(merged)
+    if problem:
+        raise InvalidInput(f"{uri}: metadata cannot be stored: {problem}")
     return merged
 
 
 def _jsonable(value: Any) -> Any:
-    """YAML can hold dates and other types JSON lacks: keep them as text."""
+    """YAML can hold dates and other values JSON lacks (integers beyond 64 bits, .nan, .inf):
+    keep them as text."""
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, bool | int | float | str):
+    if value is None or isinstance(value, bool | str) or json_problem(value) is None:
         return value
     return str(value)
 

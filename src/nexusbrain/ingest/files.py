@@ -53,6 +53,10 @@ def scan(root: str | Path) -> Scan:
         for entry in entries:
             if entry.name.startswith("."):
                 continue
+            if not _utf8(entry.path):
+                if entry.is_dir() or _wanted(entry.name):
+                    problems.append(FileProblem(_shown(entry.path), _NOT_UTF8))
+                continue
             if entry.is_symlink():
                 _follow(Path(entry.path), base, folder.ancestors, stack, files, problems)
             elif entry.is_dir(follow_symlinks=False):
@@ -71,6 +75,24 @@ class _Folder:
     path: Path
     real: Path
     ancestors: frozenset[Path]
+
+
+_NOT_UTF8 = "its name is not valid UTF-8 (a uri must be text): rename it"
+
+
+def _utf8(path: str) -> bool:
+    """False for a name the file system gave as bytes that are not UTF-8 (Python keeps them
+    as lone surrogates, which cannot be stored or printed)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(path: str) -> str:
+    """A path as text that can be printed: bytes that are not UTF-8 shown as \\xNN."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _wanted(name: str) -> bool:

@@ -3,6 +3,10 @@
 A block is ``---`` alone on the very first line (after an optional BOM), then YAML, then a
 line holding only ``---`` or ``...`` (trailing spaces or tabs allowed on both fence lines).
 Without a closing line there is no block: the text may simply open with a thematic break.
+
+YAML aliases (``*name``, merge keys ``<<: *name`` too) are refused: an alias can make a value
+hold itself, and a few hundred bytes of nested aliases expand to gigabytes. Front matter is a
+few properties; writing a value out twice costs nothing.
 """
 
 from __future__ import annotations
@@ -66,12 +70,29 @@ def _closing(text: str, start: int) -> tuple[int, int] | None:
     return (pos, len(text)) if _CLOSE.fullmatch(text, pos) else None
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """The safe loader, refusing aliases before they are resolved."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"an alias (*{event.anchor}) is not allowed in front matter; write the value out",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
 def _load(source: str) -> Mapping[object, object]:
     """The YAML mapping in `source` (its line 1 is line 2 of the document)."""
     try:
-        data = yaml.safe_load(source)
+        data = yaml.load(source, Loader=_NoAliasLoader)  # a SafeLoader
     except yaml.YAMLError as exc:
         raise ValueError(_yaml_message(exc)) from None
+    except RecursionError:
+        raise ValueError("invalid YAML in front matter: nested too deeply") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):

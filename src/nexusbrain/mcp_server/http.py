@@ -1,5 +1,6 @@
-"""MCP over streamable HTTP, mounted at /mcp on the REST app: behind the same Guard (bearer
-token, request size limits), with the MCP session manager running in the app's lifespan."""
+"""MCP over streamable HTTP, mounted at /mcp on the REST app: behind the same Guard (Host and
+Origin, bearer token, request size limits), with the MCP session manager running in the app's
+lifespan."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 
-from nexusbrain.api.guard import is_loopback
 from nexusbrain.brain import Brain
 from nexusbrain.config import ServerSettings
 from nexusbrain.mcp_server.server import build_server
@@ -40,12 +40,6 @@ def mount_mcp(app: FastAPI, brain: Brain, settings: ServerSettings) -> None:
 
 
 def _security(settings: ServerSettings) -> TransportSecuritySettings:
-    """On loopback, refuse other Host and Origin headers (DNS rebinding). Beyond loopback the
-    bearer token guards the endpoint, and the host names it is reached by are not known here."""
-    if not is_loopback(settings.host):
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-    )
+    """The Guard in front of the app checks Host and Origin on every route, /mcp included
+    (api/hosts.py), so the SDK's own check of them stays off: one check, one answer."""
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)

@@ -44,4 +44,6 @@ def _time(name: str, value: str | None) -> datetime | None:
     try:
         return parse_time(value)
     except ValueError:
-        raise InvalidInput(f"{name}={value!r} is not an ISO-8601 time (e.g. 2025-01-31)") from None
+        raise InvalidInput(
+            f"{name}={value!r} is not an ISO-8601 time in years 1 to 9999 (e.g. 2025-01-31)"
+        ) from None

@@ -12,14 +12,17 @@ from the chunks' text and the embedding model, and the importing brain computes 
 
 from __future__ import annotations
 
+import math
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from enum import StrEnum
 from typing import Any
 
 import orjson
 
+from nexusbrain.clock import format_time, parse_time
 from nexusbrain.errors import InvalidInput
-from nexusbrain.records import DocumentKind, ImportResult, RetireReason
+from nexusbrain.records import MAX_ID, DocumentKind, ImportResult, RetireReason, json_problem
 from nexusbrain.storage.sqlite import multirow
 
 FORMAT = "nexusbrain-export"
@@ -121,6 +124,183 @@ def _require(record: Mapping[str, Any], fields: Iterable[str], line: int) -> Non
         raise InvalidInput(
             f"import record {line} ({record.get('type')!r}) lacks field(s): {', '.join(missing)}"
         )
+
+
+# Validation: every field of every imported record, checked before it is written, so that
+# nothing an import stores can break a later read. Each check returns why a value is wrong.
+Check = Callable[[Any], str | None]
+
+
+def _id(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_ID
+    return None if ok else f"must be an id (an integer from 1 to {MAX_ID})"
+
+
+def _count(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ID
+    return None if ok else "must be an integer >= 0"
+
+
+def _number(value: Any) -> str | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return None if ok and value >= 0 else "must be a number >= 0"
+
+
+def _text(value: Any) -> str | None:
+    return None if isinstance(value, str) else "must be a string"
+
+
+def _name(value: Any) -> str | None:
+    return _text(value) or (None if value.strip() else "must not be empty")
+
+
+def _time(value: Any) -> str | None:
+    try:
+        if isinstance(value, str) and format_time(parse_time(value)) == value:
+            return None
+    except ValueError:
+        pass
+    return "is not a UTC time as export writes it (e.g. 2025-01-31T09:30:00.000000+00:00)"
+
+
+def _object(value: Any) -> str | None:
+    return None if isinstance(value, dict) else "must be a JSON object"
+
+
+def _list(value: Any) -> str | None:
+    return None if isinstance(value, list) else "must be a JSON list"
+
+
+def _headings(value: Any) -> str | None:
+    ok = isinstance(value, list) and all(isinstance(h, str) and HEADING_SEP not in h for h in value)
+    return None if ok else "must be a list of strings (without \\x1f)"
+
+
+def _one_of(kind: type[StrEnum]) -> Check:
+    def check(value: Any) -> str | None:
+        choices = ", ".join(k.value for k in kind)
+        known = isinstance(value, str) and value in {k.value for k in kind}
+        return None if known else f"must be one of: {choices}"
+
+    return check
+
+
+def _optional(check: Check) -> Check:
+    return lambda value: None if value is None else check(value)
+
+
+_RECORD_FIELDS: dict[str, dict[str, Check]] = {
+    "document": {
+        "id": _id,
+        "uri": _name,
+        "title": _text,
+        "domain": _name,
+        "kind": _one_of(DocumentKind),
+        "revision": _name,
+        "content": _text,
+        "metadata": _object,
+        "created_at": _time,
+        "updated_at": _time,
+        "deleted_at": _optional(_time),
+    },
+    "revision": {
+        "document_id": _id,
+        "revision": _name,
+        "title": _text,
+        "event": _name,
+        "recorded_at": _time,
+    },
+    "chunk": {
+        "id": _id,
+        "document_id": _id,
+        "ordinal": _count,
+        "char_start": _count,
+        "char_end": _count,
+        "line_start": _count,
+        "line_end": _count,
+        "heading_path": _headings,
+        "text": _text,
+        "unit": _optional(_text),
+        "meta": _object,
+        "context": _text,
+    },
+    "capture": {
+        "at": _time,
+        "operation": _name,
+        "query": _text,
+        "mode": _optional(_text),
+        "filters": _object,
+        "results": _list,
+        "latency_ms": _number,
+    },
+    "entity": {
+        "id": _id,
+        "key": _name,
+        "name": _name,
+        "entity_type": _optional(_text),
+        "created_at": _time,
+        "updated_at": _time,
+    },
+    "alias": {"key": _name, "alias": _name, "entity_id": _id, "created_at": _time},
+    "relationship": {
+        "id": _id,
+        "from_id": _id,
+        "relation": _name,
+        "to_id": _id,
+        "valid_at": _optional(_time),
+        "invalid_at": _optional(_time),
+        "created_at": _time,
+        "superseded_at": _optional(_time),
+        "reason": _optional(_one_of(RetireReason)),
+        "source": _optional(_text),
+        "supersedes": _optional(_id),
+    },
+}
+
+
+def check_record(record: Mapping[str, Any], line: int) -> None:
+    """InvalidInput naming the line, field and value if `record` is not exactly what export
+    writes for its type: every field present, none unknown, each of its type and form, and
+    the whole storable as JSON (records.json_problem). The header is checked by its handler."""
+    kind = record.get("type")
+    fields = _RECORD_FIELDS.get(str(kind))
+    if fields is None:
+        return
+    where = f"import record {line} ({kind})"
+    missing = [name for name in fields if name not in record]
+    unknown = [name for name in record if name not in fields and name != "type"]
+    if missing or unknown:
+        parts = [f"lacks field(s): {', '.join(missing)}"] if missing else []
+        parts += [f"has unknown field(s): {', '.join(unknown)}"] if unknown else []
+        raise InvalidInput(f"{where}: {'; '.join(parts)}")
+    for name, check in fields.items():
+        reason = check(record[name])
+        if reason is not None:
+            raise InvalidInput(f"{where}: {name}={_shown(record[name])} {reason}")
+    problem = _json_problem(record)
+    if problem is not None:
+        raise InvalidInput(f"{where}: {problem}")
+    for start, end in (("char_start", "char_end"), ("line_start", "line_end")):
+        if kind == "chunk" and record[end] < record[start]:
+            raise InvalidInput(f"{where}: {end} {record[end]} is before {start} {record[start]}")
+
+
+_NESTED = ("metadata", "meta", "heading_path", "filters", "results")
+
+
+def _json_problem(record: Mapping[str, Any]) -> str | None:
+    """records.json_problem of the record, quickly: orjson proves every string is text and
+    every value JSON, and only the nested fields need walking for their depth and numbers."""
+    try:
+        orjson.dumps(record)
+    except TypeError:
+        return json_problem(dict(record))
+    return json_problem({name: record[name] for name in _NESTED if name in record})
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 _CHUNK_IMPORT = (
@@ -292,6 +472,7 @@ def import_records(conn: sqlite3.Connection, records: Iterable[Mapping[str, Any]
         handler = handlers.get(str(record.get("type")))
         if handler is None:
             raise InvalidInput(f"import record {line}: unknown type {record.get('type')!r}")
+        check_record(record, line)
         try:
             handler(record, line)
         except (sqlite3.IntegrityError, sqlite3.InterfaceError, TypeError, ValueError) as exc:
