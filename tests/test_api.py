@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import secrets
+from datetime import UTC, datetime
 
+import orjson
 import pytest
 
 from nexusbrain.api.guard import check_bind
@@ -113,7 +115,8 @@ def test_recall_respects_the_budget(live_server: LiveServer) -> None:
         for i in range(5):
             http.post("/add", json={"text": f"fact {i} about the garden shed " + "x " * 30})
         out = http.post("/recall", json={"query": "garden shed", "budget_tokens": 50}).json()
-        assert 0 < out["tokens_used"] <= 50 and out["dropped"] > 0
+        assert 0 < out["tokens_used"] <= 50 and out["left_out"] > 0
+        assert out["truncated"] == out["hits"][-1]["truncated"]
 
 
 def test_errors_share_one_shape(live_server: LiveServer) -> None:
@@ -175,11 +178,32 @@ def test_export_import_round_trip_is_exact(live_server: LiveServer, tmp_path) ->
         for server in _serve(other, ServerSettings(port=free_port())):
             with server.client() as http:
                 result = http.post("/import", content=exported).json()
-                assert result["documents"] == 3 and result["skipped"] == 0
+                assert result["documents"] == 3 and result["unchanged"] == 0
                 assert http.get("/export").content == exported
                 again = http.post("/import", content=exported).json()
-                assert again["documents"] == 0 and again["skipped"] > 0
+                assert (again["documents"], again["unchanged"]) == (0, 3)
                 assert http.get("/export").content == exported
+
+
+def test_an_import_that_contradicts_the_brain_is_refused_with_409(
+    live_server: LiveServer, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    from nexusbrain.brain import Brain
+    from nexusbrain.config import Settings
+
+    with Brain.open(settings=Settings(db=tmp_path / "other.db")) as other:
+        other.graph.relate("Ada", "works_at", "Acme", valid_at=datetime(2020, 1, 1, tzinfo=UTC))
+        exported = b"".join(orjson.dumps(r) + b"\n" for r in other.export())
+    with live_server.client() as http:
+        globex = {"from": "Ada", "type": "works_at", "to": "Globex", "valid_at": "2019-01-01"}
+        assert http.post("/ingest", json={"relationships": [globex]}).status_code == 200
+        before = http.get("/export").content
+        refused = http.post("/import", content=exported)
+        assert_error(refused, 409, "conflict")
+        message = refused.json()["error"]["message"]
+        assert "Ada works_at Acme from 2020-01-01, open-ended: works_at holds one" in message
+        assert "here it is Globex from 2019-01-01, open-ended" in message
+        assert http.get("/export").content == before
 
 
 def test_token_is_required_when_set(token_server: LiveServer) -> None:

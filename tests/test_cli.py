@@ -89,5 +89,10 @@ def test_errors_are_one_line_and_exit_1(run, tmp_path: Path) -> None:  # type: i
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "x.md").write_bytes(b"\xff\xfe")
-    result = run("ingest-dir", str(bad))
-    assert result.exit_code == 1 and "not valid UTF-8" in result.output
+    (bad / "ok.md").write_text("# Fine\n\nreadable")
+    result = run("ingest-dir", str(bad))  # ingested what it could, and said what it skipped
+    assert result.exit_code == 0 and "1 added" in result.output
+    assert "1 skipped:" in result.output and "x.md: " in result.output
+    assert "not valid UTF-8" in result.output
+    strict = run("ingest-dir", str(bad), "--strict")
+    assert strict.exit_code == 1 and "not valid UTF-8" in strict.output

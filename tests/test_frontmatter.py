@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexusbrain.ingest.frontmatter import FrontMatter, parse_front_matter, title_from
+from nexusbrain.ingest.frontmatter import (
+    MAX_TITLE_CHARS,
+    FrontMatter,
+    parse_front_matter,
+    readable_title,
+    title_from,
+)
 
 
 def test_block_is_parsed_and_body_starts_after_the_closing_line() -> None:
@@ -127,3 +133,15 @@ def test_yaml_nested_too_deeply_for_the_parser_is_an_error() -> None:
     deep = "[" * 5000 + "]" * 5000
     with pytest.raises(ValueError, match="nested too deeply"):
         parse_front_matter(f"---\na: {deep}\n---\nbody")
+
+
+def test_a_long_or_decorated_title_is_made_readable_not_refused() -> None:
+    badges = "[![CI](https://ci.example/badge.svg)](https://ci.example) [![docs](d.svg)](d)"
+    text = f"# rustfmt {badges} [the book](https://book.example)\n\nbody\n"
+    assert title_from(text, FrontMatter({}, 0), "fb") == "rustfmt the book"
+    long = "word " * 300
+    cut = readable_title(long)
+    assert len(cut) <= MAX_TITLE_CHARS and cut.endswith("word…")
+    unbroken = "x" * 1_000
+    assert readable_title(unbroken) == "x" * (MAX_TITLE_CHARS - 1) + "…"
+    assert readable_title("  spaced\t out  ") == "spaced out"

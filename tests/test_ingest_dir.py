@@ -188,7 +188,7 @@ def test_ingest_dir_lists_bad_names_and_aliases_and_ingests_the_rest(tmp_path: P
         file.write(b"# Cafe\n\ntext")
     db = ["--db", str(tmp_path / "cli.db")]
     result = CliRunner().invoke(cli, [*db, "ingest-dir", str(notes), "--json"])
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 0, result.output  # what could be ingested was: not a failure
     report = json.loads(result.output)
     assert report["added"] == 1
     reasons = {Path(e["path"]).name: e["reason"] for e in report["errors"]}

@@ -148,7 +148,7 @@ def test_stdio_remember_then_search_recall_and_read(tmp_path: Path) -> None:
             client, "recall", query="database deploy keys review", budget_tokens=budget
         )
         kept = recall["hits"]
-        assert kept and recall["dropped"] > 0
+        assert kept and recall["left_out"] > 0
         assert recall["tokens_used"] == sum(count_tokens(h["text"]) for h in kept) <= budget
         text = text_of(await client.call_tool("recall", {"query": "staging database"}))
         first = found["hits"][0]

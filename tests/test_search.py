@@ -103,5 +103,35 @@ def test_recall_keeps_to_its_budget(brain: Brain) -> None:
     result = brain.recall("server room key drawer", k=6, budget_tokens=60)
     assert result.tokens_used <= 60
     assert result.tokens_used == sum(count_tokens(h.text) for h in result.hits)
-    assert len(result.hits) + result.dropped == 6
-    assert result.dropped > 0
+    assert len(result.hits) + result.left_out == 6
+    assert result.left_out > 0
+
+
+def test_recall_cuts_the_best_hit_to_fit_rather_than_drop_it(brain: Brain) -> None:
+    policy = (
+        "# Security policy\n\nReport vulnerabilities to the security team by email. "
+        "We answer within two days. We publish an advisory once a fix ships. "
+        + "Details follow about the disclosure process and its timeline. "
+        * 20
+    )
+    doc = brain.ingest_markdown(policy, uri="node/SECURITY.md").document_id
+    brain.add_memory("report security bugs")  # short, and ranked below the policy
+    whole = brain.search("how to report security vulnerabilities", k=2, mode="conservative")
+    assert whole[0].document_id == doc
+    result = brain.recall(
+        "how to report security vulnerabilities", k=2, budget_tokens=40, mode="conservative"
+    )
+    best = result.hits[0]
+    assert best.document_id == doc and best.truncated and result.truncated
+    assert len(result.hits) == 1 and result.left_out == 1  # not the lower hit in its place
+    assert best.text.endswith(".") and count_tokens(best.text) <= 40
+    assert result.tokens_used == count_tokens(best.text)
+    content = brain.get_document(doc).content
+    assert content[best.char_start : best.char_end] == best.text
+    assert best.line_end == best.line_start + best.text.count("\n")
+    said = (
+        f"1 passage, {result.tokens_used} of 40 tokens; passage 1 cut to fit; 1 lower hit left out"
+    )
+    assert result.summary() == said
+    tiny = brain.recall("security vulnerabilities", k=2, budget_tokens=1, mode="conservative")
+    assert tiny.hits == () and "raise the budget" in tiny.summary()

@@ -50,7 +50,7 @@ from nexusbrain.retrieval.explain import Explanation, explain
 from nexusbrain.retrieval.hits import with_neighbours
 from nexusbrain.retrieval.modes import PRESETS, SearchConfig
 from nexusbrain.retrieval.pipeline import Searcher
-from nexusbrain.retrieval.tokens import fit_budget
+from nexusbrain.retrieval.tokens import fit_budget, fit_in_order
 from nexusbrain.retrieval.vectors import VectorWriter
 from nexusbrain.storage import open as open_backend
 from nexusbrain.storage.base import Backend, DenseIndex, UnitOfWork
@@ -58,14 +58,34 @@ from nexusbrain.storage.base import Backend, DenseIndex, UnitOfWork
 
 @dataclass(frozen=True, slots=True)
 class Recall:
-    """Hits that fit a token budget, ready to hand to a model."""
+    """Hits that fit a token budget, ready to hand to a model: the best ones whole, in rank
+    order, and the first that did not fit cut to what was left (`truncated`), never a lower
+    hit in place of a higher one. `left_out` counts the hits after those."""
 
     query: str
     hits: tuple[Hit, ...]
     budget_tokens: int
     tokens_used: int
-    dropped: int
+    left_out: int
+    truncated: bool = False
     graph_context: tuple[GraphFact, ...] = ()  # relationships of entities the hits name
+
+    def summary(self) -> str:
+        """What the recall holds, in words: for a person, or an agent reading a tool's answer."""
+        if not self.hits:
+            if not self.left_out:
+                return f"No memory matched {self.query!r}"
+            return (
+                f"{_count(self.left_out, 'hit')} matched {self.query!r}, but not even the"
+                f" best one's first word fits in {self.budget_tokens} tokens: raise the budget"
+            )
+        used = f"{self.tokens_used} of {self.budget_tokens} tokens"
+        told = [f"{_count(len(self.hits), 'passage')}, {used}"]
+        if self.truncated:
+            told.append(f"passage {len(self.hits)} cut to fit")
+        if self.left_out:
+            told.append(f"{_count(self.left_out, 'lower hit')} left out")
+        return "; ".join(told)
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,13 +417,14 @@ class Brain:
         hits = self._search(query, config.k if k is None else k, filters, False, config)
         if config.neighbours:
             hits = with_neighbours(self._store, hits, config.neighbours)
-        kept, used = fit_budget(hits, budget, lambda hit: hit.text)
+        kept, used, truncated = fit_in_order(hits, budget, lambda hit: hit.text, _cut)
         facts: list[GraphFact] = []
         if config.graph if graph is None else graph:
             facts, cost = fit_budget(self._graph.context(kept), budget - used, _fact_text)
             used += cost
         self._capture("recall", query, mode, filters, kept, started)
-        return Recall(query, tuple(kept), budget, used, len(hits) - len(kept), tuple(facts))
+        left_out = len(hits) - len(kept)
+        return Recall(query, tuple(kept), budget, used, left_out, truncated, tuple(facts))
 
     def graph_context(
         self, hits: Sequence[Hit], budget_tokens: int | None = None
@@ -566,9 +587,14 @@ class Brain:
     def import_records(
         self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None
     ) -> ImportResult:
-        """Restore exported records (never overwriting), then embed the imported chunks.
-        Raises InvalidInput, naming the record, for a malformed one; nothing is then stored."""
-        result = self._store.import_records(records)
+        """Load exported records, then embed the chunks they bring.
+
+        Into an empty brain the records keep their ids; into one with data they are merged
+        (storage/exchange.py): documents by path, the newer version current and the older kept
+        as revisions, facts by lineage. Raises InvalidInput, naming the record, for a malformed
+        one, and Conflict, listing each, where records contradict what is stored; nothing is
+        then stored."""
+        result = self._store.import_records(records, self.settings.graph.functional_types)
         self.embed_missing(progress)
         return result
 
@@ -585,6 +611,16 @@ def parse_mode(mode: SearchMode | str) -> SearchMode:
     except ValueError:
         choices = ", ".join(m.value for m in SearchMode)
         raise InvalidInput(f"mode={mode!r} is not one of: {choices}") from None
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _cut(hit: Hit, text: str) -> Hit:
+    """The hit with its text cut to a start of it, and its span with it."""
+    end, lines = hit.char_start + len(text), text.count("\n")
+    return replace(hit, text=text, char_end=end, line_end=hit.line_start + lines, truncated=True)
 
 
 def _fact_text(fact: GraphFact) -> str:

@@ -229,6 +229,7 @@ class Hit:
     line_end: int
     heading_path: tuple[str, ...]
     trace: Trace
+    truncated: bool = False  # recall cut its text to fit the budget (its span says where)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,10 +243,23 @@ class StoreStats:
 
 @dataclass(frozen=True, slots=True)
 class ImportResult:
-    documents: int
+    """What an import did. Into a brain with data, documents are matched by uri: `updated`
+    took the import's newer version, `unchanged` were the same revision, `kept` were newer
+    here (the import's revisions join their history). `duplicates` are facts held already;
+    `retired` facts here gave way to an updated note's; `kept_facts` of the import were
+    stated by a note whose version here is the newer, which governs them."""
+
+    documents: int  # created
     chunks: int
-    skipped: int
     records: int
+    updated: int = 0
+    unchanged: int = 0
+    kept: int = 0
+    entities: int = 0
+    relationships: int = 0  # versions added
+    duplicates: int = 0
+    retired: int = 0
+    kept_facts: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,7 @@ def hit(value: Hit) -> dict[str, Any]:
         "heading_path": list(value.heading_path),
         "span": span(value),
         "text": value.text,
+        "truncated": value.truncated,
         "trace": trace(value.trace),
     }
 
@@ -131,7 +132,8 @@ def recall(value: Recall) -> dict[str, Any]:
         "query": value.query,
         "budget_tokens": value.budget_tokens,
         "tokens_used": value.tokens_used,
-        "dropped": value.dropped,
+        "left_out": value.left_out,
+        "truncated": value.truncated,
         "hits": [hit(h) for h in value.hits],
         "graph_context": [graph_fact(f) for f in value.graph_context],
     }

@@ -62,3 +62,23 @@ def test_a_bad_record_is_named_and_nothing_is_written(
     stats = fresh.documents.stats()
     assert (stats.documents, stats.chunks) == (0, 0)
     assert fresh.graph.find_entity("ada") is None
+
+
+def test_import_into_a_backend_with_data_merges_documents_by_uri(
+    backend: Backend, new_backend: Callable[[], Backend]
+) -> None:
+    _fill(backend)
+    records = list(backend.documents.export_records())
+    target = new_backend()
+    write(target, draft("mine.md", text="epsilon"), [chunk("epsilon")])
+    write(target, draft("small.md", "r2", "gamma"), [chunk("gamma")])
+    result = target.documents.import_records(records)
+    assert (result.documents, result.unchanged) == (2, 1)  # small.md: the same revision
+    assert result.chunks == 1_234  # big.md's; gone.md was retired, so it has none
+    assert len(target.lexical.search(["epsilon"], 5, SearchFilters()).scored) == 1
+    assert len(target.lexical.search(["word777"], 5, SearchFilters()).scored) == 1
+    assert target.lexical.search(["alpha"], 5, SearchFilters()).scored == []  # history only
+    again = target.documents.import_records(records)
+    assert (again.documents, again.chunks, again.unchanged) == (0, 0, 3)
+    stats = target.documents.stats()
+    assert (stats.documents, stats.chunks) == (3, 1_236)

@@ -79,13 +79,19 @@ def cli(ctx: click.Context, db: str | None) -> None:
 @cli.command("ingest-dir")
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--domain", help="Domain to file these documents under (default: 'default').")
+@click.option(
+    "--strict", is_flag=True, help="Exit with status 1 if any file was skipped (default: 0)."
+)
 @json_option
 @click.pass_context
-def ingest_dir(ctx: click.Context, folder: Path, domain: str | None, as_json: bool) -> None:
+def ingest_dir(
+    ctx: click.Context, folder: Path, domain: str | None, strict: bool, as_json: bool
+) -> None:
     """Ingest a folder of .md/.markdown/.txt files, incrementally.
 
     Unchanged files cost nothing, changed files are re-chunked, and files gone from disk are
-    retired from search. Files that cannot be read are listed, and the exit code is then 1.
+    retired from search. Files that cannot be ingested are skipped and listed on stderr with
+    the reason; the run still succeeds (exit 0), unless --strict is given.
 
     \b
     Example:
@@ -100,7 +106,7 @@ def ingest_dir(ctx: click.Context, folder: Path, domain: str | None, as_json: bo
         emit(views.directory_report(report))
     else:
         render.directory_report(report)
-    if report.errors:
+    if report.errors and strict:
         ctx.exit(1)
 
 
@@ -357,7 +363,13 @@ def backup(ctx: click.Context, target: Path, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
-    """Load records written by `export` (a file, or - for stdin). Never overwrites.
+    """Load records written by `export` (a file, or - for stdin) into this brain.
+
+    Into an empty brain the records are restored with their ids. Into one that holds data
+    they are merged: a document whose path is already stored gets the newer version (its
+    older versions are kept as revisions), the rest is added with new ids, and facts keep
+    their lineage. Records that would contradict what is stored are refused, all of them
+    listed, and nothing is written.
 
     \b
     Example:
@@ -367,10 +379,7 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
     if as_json:
         emit(views.import_result(result))
     else:
-        click.echo(
-            f"imported {result.documents} documents and {result.chunks} chunks "
-            f"({result.skipped} skipped as already present)"
-        )
+        render.import_summary(result)
 
 
 @cli.command()

@@ -11,7 +11,7 @@ import click
 
 from nexusbrain.brain import Recall
 from nexusbrain.ingest.directory import DirectoryReport
-from nexusbrain.records import Chunk, Document, FusionContribution, Hit, Trace
+from nexusbrain.records import Chunk, Document, FusionContribution, Hit, ImportResult, Trace
 
 
 class _Bar:
@@ -74,8 +74,10 @@ def directory_report(report: DirectoryReport) -> None:
         f"{report.unchanged} unchanged, {report.deleted} deleted, {report.chunks} chunks written "
         f"in {report.seconds:.2f}s"
     )
+    if report.errors:
+        click.echo(f"{len(report.errors):,} skipped:", err=True)
     for problem in report.errors:
-        click.echo(f"  error: {problem.path}: {problem.reason}", err=True)
+        click.echo(f"  {problem.path}: {problem.reason}", err=True)
 
 
 def _snippet(text: str, width: int = 200) -> str:
@@ -126,13 +128,38 @@ def _fusion_line(f: FusionContribution, method: str) -> str:
 
 
 def recall(result: Recall) -> None:
-    click.echo(
-        f"{len(result.hits)} hits, {result.tokens_used}/{result.budget_tokens} tokens"
-        + (f" ({result.dropped} over budget)" if result.dropped else "")
-    )
+    click.echo(f"{result.summary()}.")
     for hit in result.hits:
-        click.echo(f"\n[{hit.rank}] {_where(hit)} (revision {hit.revision[:12]})")
+        cut = ", cut to fit" if hit.truncated else ""
+        click.echo(f"\n[{hit.rank}] {_where(hit)} (revision {hit.revision[:12]}{cut})")
         click.echo(hit.text)
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n:,} " + (noun if n == 1 else plural or noun + "s")
+
+
+def import_summary(result: ImportResult) -> None:
+    new = f"{_count(result.documents, 'new document')} and {_count(result.chunks, 'chunk')}"
+    parts = [f"imported {new}"]
+    if result.updated:
+        parts.append(f"{_count(result.updated, 'document')} updated to the imported version")
+    if result.kept:
+        parts.append(
+            f"{_count(result.kept, 'document')} newer here kept (imported versions kept as history)"
+        )
+    if result.unchanged:
+        parts.append(f"{_count(result.unchanged, 'document')} already present")
+    if result.entities or result.relationships:
+        entities = _count(result.entities, "entity", "entities")
+        parts.append(f"{entities} and {_count(result.relationships, 'fact version')} added")
+    if result.duplicates:
+        parts.append(f"{_count(result.duplicates, 'fact')} already held")
+    if result.retired:
+        parts.append(f"{_count(result.retired, 'fact')} of updated notes retired")
+    if result.kept_facts:
+        parts.append(f"{_count(result.kept_facts, 'fact')} left to the newer notes here")
+    click.echo("; ".join(parts))
 
 
 def document(doc: Document, chunks: list[Chunk] | None, lines: tuple[int, int] | None) -> None:

@@ -10,7 +10,12 @@ from typing import Any
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.errors import InvalidInput, TooLarge
 from nexusbrain.ingest.chunking import ChunkSpan, chunk_markdown
-from nexusbrain.ingest.frontmatter import FrontMatter, parse_front_matter, title_from
+from nexusbrain.ingest.frontmatter import (
+    FrontMatter,
+    parse_front_matter,
+    readable_title,
+    title_from,
+)
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, json_problem
 
 
@@ -78,7 +83,7 @@ def prepare_markdown(
         raise InvalidInput(f"{uri}: has no text to index outside its front matter")
     draft = DocumentDraft(
         uri=uri,
-        title=title or title_from(text, front, fallback=_fallback_title(uri)),
+        title=readable_title(title or "") or title_from(text, front, _fallback_title(uri)),
         domain=domain,
         kind=kind,
         revision=revision or content_hash(text.encode("utf-8")),

@@ -47,17 +47,36 @@ def parse_front_matter(text: str) -> FrontMatter:
     return FrontMatter(MappingProxyType({str(k): v for k, v in data.items()}), body_start)
 
 
+MAX_TITLE_CHARS = 200  # a title is a line a person reads, and the name of the note's entity
+_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
+_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
+_SPACES = re.compile(r"\s+")
+
+
 def title_from(text: str, front: FrontMatter, fallback: str) -> str:
-    """Front matter `title` if a non-blank string, else the first h1, else the first heading."""
+    """Front matter `title` if a non-blank string, else the first h1, else the first heading;
+    as `readable_title` makes it."""
     title = front.data.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
+    if isinstance(title, str) and readable_title(title):
+        return readable_title(title)
     first = ""
     for heading in iter_headings(text, start=front.body_start):
-        if heading.text and heading.level == 1:
-            return heading.text
-        first = first or heading.text
-    return first or fallback
+        shown = readable_title(heading.text)
+        if shown and heading.level == 1:
+            return shown
+        first = first or shown
+    return first or readable_title(fallback) or fallback
+
+
+def readable_title(title: str) -> str:
+    """A title as one readable line: badges (images) dropped, links as their text, spaces
+    collapsed, and over MAX_TITLE_CHARS cut at a word boundary, with an ellipsis."""
+    text = _SPACES.sub(" ", _LINK.sub(r"\1", _IMAGE.sub("", title))).strip()
+    if len(text) <= MAX_TITLE_CHARS:
+        return text
+    cut = text[: MAX_TITLE_CHARS - 1]
+    word = cut.rsplit(" ", 1)[0] if " " in cut[MAX_TITLE_CHARS // 2 :] else cut
+    return word.rstrip(" ,;:-") + "…"
 
 
 def _closing(text: str, start: int) -> tuple[int, int] | None:

@@ -155,25 +155,18 @@ def recall(brain: Brain, args: RecallArgs) -> Answer:
 def recall_text(result: Recall) -> str:
     """Passages to paste into a prompt, each headed by its citation: [n] path:lines (revision)."""
     if not result.hits:
-        return f"No memory matched {result.query!r}."
-    over = f" ({result.dropped} more did not fit)" if result.dropped else ""
-    parts = [
-        f"Memory for {result.query!r}: {_count(len(result.hits), 'passage')}, "
-        f"{result.tokens_used} of {result.budget_tokens} tokens{over}. Cite a passage by its [n]."
-    ]
+        return f"{result.summary()}."
+    parts = [f"Memory for {result.query!r}: {result.summary()}. Cite a passage by its [n]."]
     for n, hit in enumerate(result.hits, start=1):
         span = f"{hit.line_start}" + (f"-{hit.line_end}" if hit.line_end != hit.line_start else "")
         heading = f" {' > '.join(hit.heading_path)}" if hit.heading_path else ""
-        cite = f"[{n}] {hit.uri}:{span} (revision {hit.revision[:12]}){heading}"
+        cut = " (cut to fit the budget)" if hit.truncated else ""
+        cite = f"[{n}] {hit.uri}:{span} (revision {hit.revision[:12]}){heading}{cut}"
         parts.append(f"{cite}\n{hit.text}")
     if result.graph_context:
         facts = "\n".join(f"- {fact.text}" for fact in result.graph_context)
         parts.append(f"Related facts from the knowledge graph:\n{facts}")
     return "\n\n".join(parts)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def remember(brain: Brain, args: RememberArgs) -> Answer:

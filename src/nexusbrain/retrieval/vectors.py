@@ -68,7 +68,7 @@ class VectorWriter:
         change, or an import). Returns how many chunks were embedded."""
         total = self.store.count_missing_vectors(self.embedder.model_id)
         if total:
-            log.warning(
+            log.info(
                 "embedding %d chunk(s) that have no vector for %s", total, self.embedder.model_id
             )
         done = 0

@@ -385,9 +385,11 @@ class SQLiteStore:
         _configured(conn, self.config)
         return conn
 
-    def import_records(self, records: Iterable[Mapping[str, Any]]) -> ImportResult:
+    def import_records(
+        self, records: Iterable[Mapping[str, Any]], functional: frozenset[str] = frozenset()
+    ) -> ImportResult:
         with self.transaction() as conn:
-            return transfer.import_records(conn, records)
+            return transfer.import_records(conn, records, functional)
 
     # vectors
 
