@@ -18,7 +18,17 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "nexusbrain"
 LAYERS = (
     (
         "ground",
-        {"records", "errors", "clock", "config", "envelopes", "latency", "captures", "jsonlines"},
+        {
+            "records",
+            "errors",
+            "clock",
+            "config",
+            "discovery",
+            "envelopes",
+            "latency",
+            "captures",
+            "jsonlines",
+        },
     ),
     ("storage", {"storage", "embeddings"}),
     ("domain", {"ingest", "retrieval", "graph"}),

@@ -1,17 +1,19 @@
-"""Human-readable output for the CLI."""
+"""Human-readable output for the CLI, from the JSON views (views.py) that --json prints: the
+same view from the brain in this process or from a running server prints the same text."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from nexusbrain.brain import Recall
-from nexusbrain.ingest.directory import DirectoryReport
-from nexusbrain.records import Chunk, Document, FusionContribution, Hit, Trace
+if TYPE_CHECKING:
+    from nexusbrain.ingest.directory import DirectoryReport
+
+View = Mapping[str, Any]  # a JSON view (views.py), from this process or from a server
 
 
 class _Bar:
@@ -83,69 +85,82 @@ def _snippet(text: str, width: int = 200) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _where(hit: Hit) -> str:
-    lines = f"{hit.line_start}-{hit.line_end}" if hit.line_end != hit.line_start else hit.line_start
-    return f"{hit.uri}:{lines}"
+def _where(hit: View) -> str:
+    start, end = hit["span"]["line_start"], hit["span"]["line_end"]
+    return f"{hit['uri']}:{f'{start}-{end}' if end != start else start}"
 
 
-def hits(found: Sequence[Hit], *, explain: bool = False) -> None:
+def hits(found: Sequence[View], *, explain: bool = False) -> None:
+    """A search's hits (views.hit), one heading line and a snippet each."""
     if not found:
         click.echo("no hits")
         return
     for hit in found:
-        heading = " > ".join(hit.heading_path)
+        heading = " > ".join(hit["heading_path"])
         click.echo(
-            f"{hit.rank:>3}. {hit.score:8.4f}  {_where(hit)}"
+            f"{hit['rank']:>3}. {hit['score']:8.4f}  {_where(hit)}"
             + (f"  [{heading}]" if heading else "")
         )
-        click.echo(f"     {_snippet(hit.text)}")
+        click.echo(f"     {_snippet(hit['text'])}")
         if explain:
-            click.echo(_trace(hit.trace))
+            click.echo(_trace(hit["trace"]))
 
 
-def _trace(trace: Trace) -> str:
-    lines = [f"     {r.retriever}: rank {r.rank}, score {r.score:.4f}" for r in trace.retrievers]
-    lines += [_fusion_line(f, trace.fusion_method) for f in trace.fusion]
-    if trace.prf_terms:
-        lines.append(f"     prf terms: {', '.join(trace.prf_terms)}")
-    if trace.rerank:
-        r = trace.rerank
-        lines.append(f"     rerank ({r.model}): {r.rank_before} -> {r.rank_after}, {r.score:.4f}")
+def _trace(trace: View) -> str:
+    lines = [
+        f"     {r['retriever']}: rank {r['rank']}, score {r['score']:.4f}"
+        for r in trace["retrievers"]
+    ]
+    lines += [_fusion_line(f, trace["fusion_method"]) for f in trace.get("fusion", ())]
+    if trace.get("prf_terms"):
+        lines.append(f"     prf terms: {', '.join(trace['prf_terms'])}")
+    if trace.get("rerank"):
+        r = trace["rerank"]
+        lines.append(
+            f"     rerank ({r['model']}): {r['rank_before']} -> {r['rank_after']}, {r['score']:.4f}"
+        )
     return "\n".join(lines)
 
 
-def _fusion_line(f: FusionContribution, method: str) -> str:
-    if method == "rrf" and f.rank is not None:
-        k = round(f.weight / f.contribution) - f.rank
-        return f"     rrf {f.retriever}: {f.weight:g}/({k}+{f.rank}) = {f.contribution:.5f}"
-    where = f"rank {f.rank}" if f.rank is not None else "not in its list, scored"
+def _fusion_line(f: View, method: str) -> str:
+    weight, rank, contribution = f["weight"], f["rank"], f["contribution"]
+    if method == "rrf" and rank is not None:
+        k = round(weight / contribution) - rank
+        return f"     rrf {f['retriever']}: {weight:g}/({k}+{rank}) = {contribution:.5f}"
+    where = f"rank {rank}" if rank is not None else "not in its list, scored"
     return (
-        f"     z {f.retriever}: {f.weight:g} × z {f.z or 0.0:+.3f} ({where})"
-        f" = {f.contribution:+.5f}"
+        f"     z {f['retriever']}: {weight:g} × z {f['z'] or 0.0:+.3f} ({where})"
+        f" = {contribution:+.5f}"
     )
 
 
-def recall(result: Recall) -> None:
+def recall(result: View) -> None:
+    """A recall (views.recall): the hits that fit, each with its citation."""
+    dropped = result["dropped"]
     click.echo(
-        f"{len(result.hits)} hits, {result.tokens_used}/{result.budget_tokens} tokens"
-        + (f" ({result.dropped} over budget)" if result.dropped else "")
+        f"{len(result['hits'])} hits, {result['tokens_used']}/{result['budget_tokens']} tokens"
+        + (f" ({dropped} over budget)" if dropped else "")
     )
-    for hit in result.hits:
-        click.echo(f"\n[{hit.rank}] {_where(hit)} (revision {hit.revision[:12]})")
-        click.echo(hit.text)
+    for hit in result["hits"]:
+        click.echo(f"\n[{hit['rank']}] {_where(hit)} (revision {hit['revision'][:12]})")
+        click.echo(hit["text"])
 
 
-def document(doc: Document, chunks: list[Chunk] | None, lines: tuple[int, int] | None) -> None:
-    state = f" (retired {doc.deleted_at:%Y-%m-%d})" if doc.deleted_at else ""
-    click.echo(f"# {doc.title}{state}\n{doc.uri}  id {doc.id}  revision {doc.revision[:12]}")
-    content = doc.content
+def document(doc: View, lines: tuple[int, int] | None) -> None:
+    """A document (views.document), whole or only some lines, and its chunks if listed."""
+    state = f" (retired {doc['deleted_at'][:10]})" if doc["deleted_at"] else ""
+    click.echo(
+        f"# {doc['title']}{state}\n{doc['uri']}  id {doc['id']}  revision {doc['revision'][:12]}"
+    )
+    content = doc["content"]
     if lines is not None:
         content = "\n".join(content.splitlines()[lines[0] - 1 : lines[1]])
     click.echo(f"\n{content}")
-    for chunk in chunks or []:
+    for chunk in doc.get("chunks", ()):
+        span = chunk["span"]
         click.echo(
-            f"  chunk {chunk.ordinal}: lines {chunk.line_start}-{chunk.line_end}, "
-            f"chars {chunk.char_start}-{chunk.char_end}  {' > '.join(chunk.heading_path)}"
+            f"  chunk {chunk['ordinal']}: lines {span['line_start']}-{span['line_end']}, "
+            f"chars {span['char_start']}-{span['char_end']}  {' > '.join(chunk['heading_path'])}"
         )
 
 
