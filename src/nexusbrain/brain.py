@@ -7,8 +7,9 @@ the parts: callers use the methods below, and `brain.graph`, the knowledge graph
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -253,6 +254,22 @@ class Brain:
             retire=self._retire,
             progress=progress,
         )
+
+    def watch_dir(
+        self,
+        root: str | Path,
+        *,
+        on_sync: Callable[[DirectoryReport], None],
+        domain: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        """Keep the store in line with a folder while its files change, until `stop` is set
+        (or Ctrl-C): the folder is synced as `ingest_dir` syncs it once the watch begins, then
+        after each burst of changes; `on_sync` gets each report (its `changes` name the
+        files). Uses no CPU while nothing changes (ingest/watch.py)."""
+        from nexusbrain.ingest.watch import follow  # watchfiles, only when watching
+
+        follow(root, lambda: self.ingest_dir(root, domain=domain), on_sync, stop=stop)
 
     def embed_missing(self, progress: Progress | None = None) -> int:
         """Embed every chunk without a vector for the current model (after a model change or

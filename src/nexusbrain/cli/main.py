@@ -168,17 +168,23 @@ def cli(ctx: click.Context, db: str | None, local: bool) -> None:
 @cli.command("ingest-dir")
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--domain", help="Domain to file these documents under (default: 'default').")
+@click.option("--watch", is_flag=True, help="Then keep the brain in step as files change.")
 @json_option
 @click.pass_context
-def ingest_dir(ctx: click.Context, folder: Path, domain: str | None, as_json: bool) -> None:
+def ingest_dir(
+    ctx: click.Context, folder: Path, domain: str | None, watch: bool, as_json: bool
+) -> None:
     """Ingest a folder of .md/.markdown/.txt files, incrementally.
 
     Unchanged files cost nothing, changed files are re-chunked, and files gone from disk are
     retired from search. Files that cannot be read are listed, and the exit code is then 1.
+    With --watch it then follows the folder until Ctrl-C, one line per file it changes
+    (editors that save through a temporary file and a rename are followed too).
 
     \b
     Example:
       nexusbrain ingest-dir ~/notes --domain notes
+      nexusbrain ingest-dir ~/notes --watch
     """
     from nexusbrain import views
 
@@ -191,7 +197,11 @@ def ingest_dir(ctx: click.Context, folder: Path, domain: str | None, as_json: bo
         emit(views.directory_report(report))
     else:
         render.directory_report(report)
-    if report.errors:
+    if watch:
+        click.echo(f"watching {report.root} (Ctrl-C to stop)", err=True)
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C while a sync is printed
+            brain.watch_dir(folder, domain=domain, on_sync=render.file_changes)
+    elif report.errors:
         ctx.exit(1)
 
 
@@ -486,9 +496,21 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 @click.option("--port", type=int, help="Port (0: any free one). Default: $BIND_PORT, else 8765.")
 @click.option("--log-level", default="info", show_default=True)
 @click.option("--mcp", is_flag=True, help="Also serve MCP (streamable HTTP) at /mcp.")
+@click.option(
+    "--watch",
+    "folders",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Keep this folder ingested as its files change (repeat for more).",
+)
 @click.pass_context
 def serve(
-    ctx: click.Context, host: str | None, port: int | None, log_level: str, mcp: bool
+    ctx: click.Context,
+    host: str | None,
+    port: int | None,
+    log_level: str,
+    mcp: bool,
+    folders: tuple[Path, ...],
 ) -> None:
     """Start the HTTP API, the web UI (/app) and the API docs (/docs). Binding beyond
     loopback needs BRAIN_API_TOKEN.
@@ -501,11 +523,24 @@ def serve(
     Example:
       nexusbrain serve --port 8765
       curl 'http://127.0.0.1:8765/search?q=deploy+failure'
-      nexusbrain serve --mcp
+      nexusbrain serve --mcp --watch ~/notes
     """
+    import threading
+
     from nexusbrain.api.server import run
 
     brain = brain_of(ctx)
+    stop = threading.Event()
+    watchers = [
+        threading.Thread(
+            target=brain.watch_dir,
+            args=(folder,),
+            kwargs={"on_sync": render.file_changes, "stop": stop},
+            name=f"nexusbrain-watch-{n}",
+            daemon=True,
+        )
+        for n, folder in enumerate(folders)
+    ]
 
     def say_where(url: str) -> None:
         click.echo(f"nexusbrain {__version__}: serving {brain.stats().db_path} at {url}")
@@ -513,8 +548,17 @@ def serve(
         click.echo(f"  API docs  {url}/docs")
         if mcp:
             click.echo(f"  MCP       {url}/mcp")
+        for folder in folders:
+            click.echo(f"  watching  {folder.expanduser().resolve()}")
+        for watcher in watchers:
+            watcher.start()
 
-    run(brain, host=host, port=port, log_level=log_level, mcp=mcp, on_listen=say_where)
+    try:
+        run(brain, host=host, port=port, log_level=log_level, mcp=mcp, on_listen=say_where)
+    finally:
+        stop.set()
+        for watcher in watchers:
+            watcher.join(timeout=10)
 
 
 @cli.command()

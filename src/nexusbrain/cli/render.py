@@ -80,6 +80,15 @@ def directory_report(report: DirectoryReport) -> None:
         click.echo(f"  error: {problem.path}: {problem.reason}", err=True)
 
 
+def file_changes(report: DirectoryReport) -> None:
+    """One line per file a sync changed (and per file it could not read), as it happens."""
+    for change in report.changes:
+        chunks = f" ({change.chunks} chunk{'s' if change.chunks != 1 else ''})"
+        click.echo(f"{change.status.value} {change.path}{chunks if change.chunks else ''}")
+    for problem in report.errors:
+        click.echo(f"error: {problem.path}: {problem.reason}", err=True)
+
+
 def _snippet(text: str, width: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
