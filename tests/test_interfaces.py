@@ -24,6 +24,7 @@ LAYERS = (
             "clock",
             "config",
             "discovery",
+            "wire",
             "envelopes",
             "latency",
             "captures",

@@ -3,15 +3,16 @@
 `nexusbrain serve` writes `<db>.server.json` beside the SQLite file once it listens, and
 removes it when it stops:
 
-    {"url": "http://127.0.0.1:8765", "pid": 4242, "db": "/home/me/brain.db", "token_path": null}
+    {"url": "http://127.0.0.1:8765", "pid": 4242, "db": "/home/me/brain.db",
+     "token_path": null, "mcp": true}
 
 With a bearer token, the server also writes the token to `<db>.server-token` (mode 0600: it
 opens nothing that the database beside it does not already hold) and names it in
 `token_path`. A reader ignores the file when it is stale: when its pid is not alive (a server
-killed by SIGKILL leaves it behind). The client then tries one connect, and works in process
-when nothing answers (cli/client.py).
+killed by SIGKILL leaves it behind), and `locate` when nothing answers at its address (one
+connect); the command line and the MCP relay then work in process.
 
-Standard library only, and no settings read here: the command line's fast path imports it.
+Standard library only (and config for BRAIN_URL): the command line's fast path imports it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from nexusbrain import wire
+from nexusbrain.config import api_token, resolve_db, server_url
+from nexusbrain.errors import BrainError
 
 SUFFIX = ".server.json"
 TOKEN_SUFFIX = ".server-token"
@@ -33,6 +38,7 @@ class ServerInfo:
     pid: int
     db: str  # the database file it serves, absolute
     token_path: str | None = None
+    mcp: bool = False  # it serves MCP at /mcp (serve --mcp)
 
     def token(self) -> str | None:
         """The bearer token the server requires, if it wrote one and it can be read."""
@@ -60,7 +66,43 @@ def discovery_path(db: str | Path) -> Path | None:
     return file.with_name(file.name + SUFFIX) if file is not None else None
 
 
-def announce(db: str | Path, url: str, token: str | None = None) -> Path | None:
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A server that answers, and how to talk to it."""
+
+    url: str
+    token: str | None
+    mcp: bool | None  # serves MCP at /mcp; None: not known (BRAIN_URL)
+
+
+def locate(db: str | None) -> Located | None:
+    """The server for a command: BRAIN_URL when no --db is given (an error if nothing answers
+    there), else the one that the discovery file beside the database names, if it answers.
+    None: work in process."""
+    if db is None and (url := server_url()) is not None:
+        if not _answers(url):
+            raise BrainError(
+                f"nothing answers at BRAIN_URL={url}: start `nexusbrain serve` there, "
+                "or unset BRAIN_URL to work in process"
+            )
+        return Located(url, api_token(), None)
+    info = find(resolve_db(db))
+    if info is None or not _answers(info.url):
+        return None
+    return Located(info.url, info.token() or api_token(), info.mcp)
+
+
+def _answers(url: str) -> bool:
+    try:
+        wire.connect(url).close()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def announce(
+    db: str | Path, url: str, token: str | None = None, *, mcp: bool = False
+) -> Path | None:
     """Write the discovery file (and the token file) for a server of this process. Returns
     its path, None for a database that is not a SQLite file."""
     file = database_file(db)
@@ -70,7 +112,13 @@ def announce(db: str | Path, url: str, token: str | None = None) -> Path | None:
     if token:
         token_path = file.with_name(file.name + TOKEN_SUFFIX)
         _write_private(token_path, token + "\n")
-    info = {"url": url, "pid": os.getpid(), "db": str(file), "token_path": _text(token_path)}
+    info = {
+        "url": url,
+        "pid": os.getpid(),
+        "db": str(file),
+        "token_path": _text(token_path),
+        "mcp": mcp,
+    }
     path = file.with_name(file.name + SUFFIX)
     _write_private(path, json.dumps(info) + "\n")
     return path
@@ -107,6 +155,7 @@ def _read(path: Path) -> ServerInfo | None:
             pid=int(raw["pid"]),
             db=str(raw["db"]),
             token_path=str(token_path) if token_path else None,
+            mcp=raw.get("mcp") is True,
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -49,7 +49,7 @@ def run(
     bound = int(listener.getsockname()[1])
     config = uvicorn_config(app, replace(settings, port=bound), log_level)
     url = local_url(settings.host, bound)
-    discovery.announce(brain.settings.db, url, settings.token)
+    discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
     try:
         if on_listen is not None:
             on_listen(url)

@@ -3,13 +3,12 @@
 This is the command line's fast path. It imports the standard library, click and orjson (a
 small C extension; the JSON it prints must be the very bytes the in-process path prints), and
 nothing of the brain: no numpy, no model, no web framework. `tests/test_cli_client.py` checks
-that from a real process. It speaks HTTP/1.1 on a plain socket (cli/wire.py): http.client
+that from a real process. It speaks HTTP/1.1 on a plain socket (wire.py): http.client
 would bring the email package and ssl, half of the fast path's imports.
 """
 
 from __future__ import annotations
 
-import socket
 import urllib.parse
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,10 +16,8 @@ from typing import Any
 
 import orjson
 
-from nexusbrain import discovery
-from nexusbrain.cli import wire
+from nexusbrain import discovery, wire
 from nexusbrain.cli.answers import Filters, View, given
-from nexusbrain.config import api_token, resolve_db, server_url
 from nexusbrain.errors import (
     BrainError,
     ConfigError,
@@ -33,8 +30,6 @@ from nexusbrain.errors import (
 )
 
 Params = Mapping[str, str | int]
-CONNECT_SECONDS = 2.0
-ANSWER_SECONDS = 600.0
 _ERRORS: dict[str, type[BrainError]] = {
     cls.code: cls
     for cls in (NotFound, InvalidInput, TooLarge, Conflict, ConfigError, MissingExtra, StorageError)
@@ -42,46 +37,18 @@ _ERRORS: dict[str, type[BrainError]] = {
 
 
 def reach(db: str | None) -> Remote | None:
-    """The server for this command: BRAIN_URL when --db is not given, else the one that the
-    discovery file beside the database names, if it answers. None: work in process."""
-    if db is None:
-        url = server_url()
-        if url is not None:
-            remote = Remote.connect(url, api_token())
-            if remote is None:
-                raise BrainError(
-                    f"nothing answers at BRAIN_URL={url}: start `nexusbrain serve` there, "
-                    "or unset BRAIN_URL to work in process"
-                )
-            return remote
-    info = discovery.find(resolve_db(db))
-    if info is None:
-        return None
-    return Remote.connect(info.url, info.token() or api_token())
+    """The running server for this command (discovery.locate); None: work in process."""
+    found = discovery.locate(db)
+    return Remote(found.url, found.token) if found is not None else None
 
 
 class Remote:
     """A running server; each method sends one request (a document named by a path that is
     not its uri takes a second, as Brain.document tries it)."""
 
-    def __init__(self, url: str, token: str | None, first: socket.socket | None = None):
+    def __init__(self, url: str, token: str | None):
         self.url = url
         self.token = token
-        self._next = first  # the connection `connect` opened, for the first request
-
-    @classmethod
-    def connect(cls, url: str, token: str | None) -> Remote | None:
-        """The server at `url`; None when nothing answers there."""
-        try:
-            first = _open(url)
-        except OSError:
-            return None
-        return cls(url, token, first)
-
-    def close(self) -> None:
-        if self._next is not None:
-            self._next.close()
-            self._next = None
 
     def search(
         self, query: str, *, k: int | None, mode: str, filters: Filters, best_per_document: bool
@@ -178,35 +145,15 @@ class Remote:
         if body is not None:
             payload = orjson.dumps(body)
             headers["Content-Type"] = "application/json"
-        connection, self._next = self._next, None
         try:
-            with connection or _open(self.url) as sock:
-                status, data = wire.exchange(
-                    sock, method, target, _netloc(self.url), headers, payload
-                )
+            response = wire.request(self.url, method, target, headers, payload)
         except (OSError, ValueError) as exc:
             raise BrainError(f"the server at {self.url} did not answer {path}: {exc}") from None
+        status, data = response.status, response.body
         if status >= 400:
             raise _error(status, data, self.url)
         answer: View = orjson.loads(data)
         return answer
-
-
-def _open(url: str) -> socket.socket:
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or "127.0.0.1"
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    sock = socket.create_connection((host, port), timeout=CONNECT_SECONDS)
-    sock.settimeout(ANSWER_SECONDS)
-    if parts.scheme != "https":
-        return sock
-    import ssl  # only for a server behind TLS
-
-    return ssl.create_default_context().wrap_socket(sock, server_hostname=host)
-
-
-def _netloc(url: str) -> str:
-    return urllib.parse.urlsplit(url).netloc
 
 
 def _flag(value: bool) -> str | None:

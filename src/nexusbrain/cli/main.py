@@ -122,10 +122,7 @@ def answers_of(ctx: click.Context) -> Answers:
         if not root.obj["local"] and root.obj.get("brain") is None:  # no brain handed in
             from nexusbrain.cli.client import reach
 
-            remote = reach(root.obj["db"])
-            if remote is not None:
-                root.call_on_close(remote.close)
-                answers = remote
+            answers = reach(root.obj["db"])
         if answers is None:
             from nexusbrain.cli.local import Local
 
@@ -574,6 +571,8 @@ def mcp(ctx: click.Context, log_level: str) -> None:
     """Serve MCP over stdio, for an agent that starts nexusbrain as its memory server.
 
     stdout carries only the protocol; logs go to stderr. Stops when the client closes stdin.
+    When a server started with --mcp is running for the brain, this relays to it (one warm
+    brain for every agent) instead of loading the brain; --local loads it all the same.
 
     \b
     Example:
@@ -581,9 +580,18 @@ def mcp(ctx: click.Context, log_level: str) -> None:
     """
     import logging
 
+    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), force=True)
+    if not ctx.obj["local"] and ctx.obj.get("brain") is None:
+        from nexusbrain.discovery import locate
+
+        found = locate(ctx.obj["db"])
+        if found is not None and found.mcp is not False:
+            from nexusbrain.mcp_server.relay import relay
+
+            relay(found.url, found.token, sys.stdin.buffer, sys.stdout.buffer)
+            return
     from nexusbrain.mcp_server import serve_stdio
 
-    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), force=True)
     with contextlib.redirect_stdout(sys.stderr):  # nothing but protocol may reach stdout
         brain = brain_of(ctx)
         brain.embed_missing()  # as `serve` does: after a model change or an import
