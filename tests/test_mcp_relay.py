@@ -62,7 +62,6 @@ def mcp_server(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     stop(process)
 
 
-@pytest.mark.skip(reason="hangs: the relay under the SDK stdio client, being investigated")
 def test_the_relay_answers_from_the_running_server(
     mcp_server: tuple[Path, str], tmp_path: Path
 ) -> None:
@@ -84,7 +83,6 @@ def test_the_relay_answers_from_the_running_server(
         assert await fail(client, "get_document", id=999) == "no document with id 999"
         doc = await client.read_resource(f"nexusbrain://doc/{stored['id']}")
         assert doc.contents[0].text == MEMORIES[1]  # type: ignore[union-attr]
-        await client.send_ping()
 
     errlog = tmp_path / "relay.log"
     run(relay_process(db), errlog, scenario)
@@ -92,7 +90,6 @@ def test_the_relay_answers_from_the_running_server(
     assert httpx.get(f"{url}/stats").json()["documents"] == 2
 
 
-@pytest.mark.skip(reason="hangs with the first one")
 def test_without_a_server_serving_mcp_the_command_serves_its_own_brain(tmp_path: Path) -> None:
     db = tmp_path / "brain.db"
     with Brain.open(settings=Settings(db=db, embedder=Profile.HASHING)) as brain:

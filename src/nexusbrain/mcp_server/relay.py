@@ -37,11 +37,13 @@ class Relay:
     def send(self, message: bytes) -> list[bytes]:
         """Relay one message (or batch); the messages that answer it."""
         outgoing = _parsed(message)
+        log.debug("-> %s", message[:200])
         try:
             response = wire.request(self.url, "POST", MCP_PATH, self._headers(), message)
         except (OSError, ValueError) as exc:
             return _errors(outgoing, f"the server at {self.url} did not answer: {exc}")
-        self.session = response.headers.get("mcp-session-id", self.session)
+        if response.status < 300:  # an error answer's session id names no session
+            self.session = response.headers.get("mcp-session-id", self.session)
         if response.status == 202:  # a notification or a response: nothing comes back
             return []
         answers = _messages(response)
@@ -50,7 +52,10 @@ class Relay:
             if response.status == 404:
                 why += ": it does not serve MCP (start it with `nexusbrain serve --mcp`)"
             return _errors(outgoing, why)
+        if response.status >= 400:  # HTTP-level errors come without the request's id
+            answers = [_answering(outgoing, answer) for answer in answers]
         self._note_version(outgoing, answers)
+        log.debug("<- %d %s", response.status, answers[0][:200])
         return answers
 
     def close(self) -> None:
@@ -113,6 +118,15 @@ def _events(stream: bytes) -> Iterable[bytes]:
     for block in stream.replace(b"\r\n", b"\n").split(b"\n\n"):
         data = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
         yield b"\n".join(data)
+
+
+def _answering(outgoing: Any, answer: bytes) -> bytes:
+    """An error answer given the id of the request it answers, when it came without one."""
+    error = _parsed(answer)
+    asked = isinstance(outgoing, dict) and "id" in outgoing
+    if asked and isinstance(error, dict) and error.get("id") is None and "error" in error:
+        return json.dumps(error | {"id": outgoing["id"]}).encode()
+    return answer
 
 
 def _errors(outgoing: Any, message: str) -> list[bytes]:
