@@ -40,14 +40,15 @@ def run(
     if embedded:
         log.info("embedded %d chunk(s) for %s before serving", embedded, brain.settings.embedder)
     brain.refresh_index()  # the first query does not wait for the index
+    listener = listen(settings.host, settings.port)
+    bound = int(listener.getsockname()[1])
+    settings = replace(settings, port=bound)  # port 0: the Host check knows the real one
     app = create_app(brain, settings)
     if mcp:
         from nexusbrain.mcp_server.http import mount_mcp
 
         mount_mcp(app, brain, settings)
-    listener = listen(settings.host, settings.port)
-    bound = int(listener.getsockname()[1])
-    config = uvicorn_config(app, replace(settings, port=bound), log_level)
+    config = uvicorn_config(app, settings, log_level)
     url = local_url(settings.host, bound)
     discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
     try:

@@ -49,6 +49,7 @@ class Relay:
         answers = _messages(response)
         if not answers:
             why = f"the server at {self.url} answered HTTP {response.status} at {MCP_PATH}"
+            why += _said(response.body)
             if response.status == 404:
                 why += ": it does not serve MCP (start it with `nexusbrain serve --mcp`)"
             return _errors(outgoing, why)
@@ -111,7 +112,18 @@ def _messages(response: wire.Response) -> list[bytes]:
     if kind.startswith("text/event-stream"):
         return [event for event in _events(response.body) if event]
     body = response.body.strip()
-    return [body] if body and isinstance(_parsed(body), dict | list) else []
+    message = _parsed(body)
+    if isinstance(message, list) or (isinstance(message, dict) and "jsonrpc" in message):
+        return [body]
+    return []  # not JSON-RPC: the HTTP API's error shape, or nothing
+
+
+def _said(body: bytes) -> str:
+    """The message of an answer in the HTTP API's error shape, if it is one."""
+    error = _parsed(body)
+    if isinstance(error, dict) and isinstance(error.get("error"), dict):
+        return f": {error['error'].get('message', '')}"
+    return ""
 
 
 def _events(stream: bytes) -> Iterable[bytes]:
