@@ -9,7 +9,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from nexusbrain.cli.main import cli
+from nexusbrain.cli.main import LAZY, MODE_NAMES, cli, load_lazy
+from nexusbrain.records import SearchMode
 
 
 @pytest.fixture
@@ -24,7 +25,9 @@ def run(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def test_every_command_has_help_with_an_example() -> None:
     assert isinstance(cli, click.Group)
-    for name in cli.commands:
+    names = cli.list_commands(click.Context(cli))
+    assert {"eval", "bench", "search", "graph"} <= set(names)
+    for name in names:
         result = CliRunner().invoke(cli, [name, "--help"])
         assert result.exit_code == 0, name
         assert "Example:" in result.output, f"{name} help has no example"
@@ -96,3 +99,12 @@ def test_errors_are_one_line_and_exit_1(run, tmp_path: Path) -> None:  # type: i
     assert "not valid UTF-8" in result.output
     strict = run("ingest-dir", str(bad), "--strict")
     assert strict.exit_code == 1 and "not valid UTF-8" in strict.output
+
+
+def test_lazy_commands_are_listed_with_their_own_help_without_being_imported() -> None:
+    listing = CliRunner().invoke(cli, ["--help"]).output
+    for name, (_, summary) in LAZY.items():
+        command = load_lazy(name)
+        assert summary == command.get_short_help_str(limit=1000), name
+        assert f"  {name}  " in listing
+    assert tuple(m.value for m in SearchMode) == MODE_NAMES

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
+from nexusbrain import views
 from nexusbrain.brain import Brain
+from nexusbrain.cli.graph import describe as describe_view
 from nexusbrain.cli.graph import graph
 from nexusbrain.cli.main import cli
+from nexusbrain.graph.model import describe
+from nexusbrain.records import Relationship
 
 from .conftest import LiveServer
 
@@ -108,3 +115,37 @@ def test_readable_output_and_errors(brain: Brain) -> None:
         result = run(brain, *args)
         assert result.exit_code == 1, args
         assert message in result.output and len(result.output.splitlines()) == 1, result.output
+
+
+@given(
+    valid=st.one_of(st.none(), st.datetimes(timezones=st.just(UTC))),
+    invalid=st.one_of(st.none(), st.datetimes(timezones=st.just(UTC))),
+    cite=st.booleans(),
+)
+def test_the_readable_graph_lines_come_from_the_view_as_from_the_record(
+    valid: datetime | None, invalid: datetime | None, cite: bool
+) -> None:
+    """The CLI prints a relationship from its JSON view (a server's or its own), in the words
+    graph.model.describe gives the record."""
+    for start, end in ((valid, invalid), (_midnight(valid), _midnight(invalid))):
+        record = Relationship(
+            id=7,
+            from_id=1,
+            from_name="alice",
+            type="manages",
+            to_id=2,
+            to_name="bob",
+            valid_at=start,
+            invalid_at=end,
+            created_at=datetime(2026, 1, 2, tzinfo=UTC),
+            superseded_at=None,
+            reason=None,
+            source=None,
+            supersedes=None,
+        )
+        view = views.relationship(record)
+        assert describe_view(view, cite=cite) == describe(record, cite=cite)
+
+
+def _midnight(value: datetime | None) -> datetime | None:
+    return value.replace(hour=0, minute=0, second=0, microsecond=0) if value else None

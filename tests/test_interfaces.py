@@ -18,7 +18,19 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "nexusbrain"
 LAYERS = (
     (
         "ground",
-        {"records", "errors", "clock", "config", "envelopes", "latency", "captures", "jsonlines"},
+        {
+            "records",
+            "errors",
+            "clock",
+            "config",
+            "discovery",
+            "wire",
+            "envelopes",
+            "latency",
+            "captures",
+            "jsonlines",
+            "summaries",
+        },
     ),
     ("storage", {"storage", "embeddings"}),
     ("domain", {"ingest", "retrieval", "graph"}),

@@ -6,11 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nexusbrain import views
 from nexusbrain.brain import Brain
 from nexusbrain.errors import InvalidInput
 from nexusbrain.retrieval.filters import make_filters
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.retrieval.tokens import count_tokens
+from nexusbrain.summaries import recall_summary
 
 
 def seed(brain: Brain) -> None:
@@ -132,6 +134,6 @@ def test_recall_cuts_the_best_hit_to_fit_rather_than_drop_it(brain: Brain) -> No
     said = (
         f"1 passage, {result.tokens_used} of 40 tokens; passage 1 cut to fit; 1 lower hit left out"
     )
-    assert result.summary() == said
+    assert recall_summary(views.recall(result)) == said
     tiny = brain.recall("security vulnerabilities", k=2, budget_tokens=1, mode="conservative")
-    assert tiny.hits == () and "raise the budget" in tiny.summary()
+    assert tiny.hits == () and "raise the budget" in recall_summary(views.recall(tiny))

@@ -224,3 +224,33 @@ def test_a_chunk_id_removed_and_used_again_between_two_syncs(tmp_path: Path) -> 
         query = live.centre(EMBEDDER.encode(["orbit comet harbor lantern"])[0])
         same(live.search(query, 10), fresh.search(query, 10))
         assert live.search(query, 1)[0].chunk_id in new_ids
+
+
+def test_a_start_from_the_cache_takes_the_rows_derived_parts_from_it(tmp_path: Path) -> None:
+    """The cache keeps each row's |v|², sign code and the exact sum, so a start does not
+    recompute them; what it answers is what an index built from the store answers, and a cache
+    written without them (or around another reference point) is still read."""
+    path = tmp_path / "b.db"
+    with open_brain(path) as brain:
+        texts = fill(brain, 120)
+    built = index_on(path, IndexConfig(exact_max=0, candidates=40))
+    built.sync()
+    cache = tmp_path / "vectors.npz"
+    config = IndexConfig(exact_max=0, candidates=40)
+    writer = index_on(path, config, cache)
+    writer.refresh()
+    with np.load(cache) as data:
+        assert {"sq", "codes", "total", "reference"} <= set(data.files)
+        kept = {name: data[name] for name in data.files}
+    queries = [built.centre(v) for v in EMBEDDER.encode(texts[::7])]
+    older = tmp_path / "older.npz"
+    np.savez(older, **{k: v for k, v in kept.items() if k not in ("sq", "codes", "total")})
+    moved = tmp_path / "moved.npz"
+    np.savez(moved, **(kept | {"reference": kept["reference"] + 1}))
+    for file in (cache, older, moved):
+        started = index_on(path, config, file)
+        started.sync()
+        assert np.array_equal(started._rows.total, built._rows.total)
+        assert np.array_equal(started._rows.codes, built._rows.codes)
+        for query in queries:
+            assert started.search(query, 10) == built.search(query, 10)

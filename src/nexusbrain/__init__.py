@@ -9,17 +9,15 @@ with Brain.open("notes.db") as brain:
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from nexusbrain.config import pin_blas_threads
 
 pin_blas_threads()
 
-try:
-    __version__ = version("nexusbrain")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0"
+# The one place the version is written (pyproject.toml reads it): asking importlib.metadata
+# would cost every command line ~25 ms of imports.
+__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain

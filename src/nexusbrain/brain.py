@@ -7,8 +7,9 @@ the parts: callers use the methods below, and `brain.graph`, the knowledge graph
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -69,23 +70,6 @@ class Recall:
     left_out: int
     truncated: bool = False
     graph_context: tuple[GraphFact, ...] = ()  # relationships of entities the hits name
-
-    def summary(self) -> str:
-        """What the recall holds, in words: for a person, or an agent reading a tool's answer."""
-        if not self.hits:
-            if not self.left_out:
-                return f"No memory matched {self.query!r}"
-            return (
-                f"{_count(self.left_out, 'hit')} matched {self.query!r}, but not even the"
-                f" best one's first word fits in {self.budget_tokens} tokens: raise the budget"
-            )
-        used = f"{self.tokens_used} of {self.budget_tokens} tokens"
-        told = [f"{_count(len(self.hits), 'passage')}, {used}"]
-        if self.truncated:
-            told.append(f"passage {len(self.hits)} cut to fit")
-        if self.left_out:
-            told.append(f"{_count(self.left_out, 'lower hit')} left out")
-        return "; ".join(told)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +257,22 @@ class Brain:
             retire=self._retire,
             progress=progress,
         )
+
+    def watch_dir(
+        self,
+        root: str | Path,
+        *,
+        on_sync: Callable[[DirectoryReport], None],
+        domain: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        """Keep the store in line with a folder while its files change, until `stop` is set
+        (or Ctrl-C): the folder is synced as `ingest_dir` syncs it once the watch begins, then
+        after each burst of changes; `on_sync` gets each report (its `changes` name the
+        files). Uses no CPU while nothing changes (ingest/watch.py)."""
+        from nexusbrain.ingest.watch import follow  # watchfiles, only when watching
+
+        follow(root, lambda: self.ingest_dir(root, domain=domain), on_sync, stop=stop)
 
     def embed_missing(self, progress: Progress | None = None) -> int:
         """Embed every chunk without a vector for the current model (after a model change or
@@ -611,10 +611,6 @@ def parse_mode(mode: SearchMode | str) -> SearchMode:
     except ValueError:
         choices = ", ".join(m.value for m in SearchMode)
         raise InvalidInput(f"mode={mode!r} is not one of: {choices}") from None
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _cut(hit: Hit, text: str) -> Hit:

@@ -12,6 +12,7 @@ The variables, all optional:
 | `BRAIN_POSTINGS_CACHE_MB` | memory for scored postings (32) |
 | `BRAIN_DURABILITY` | `full` (default: a write is acknowledged once on disk) or `normal` |
 | `BRAIN_API_TOKEN` | the bearer token the server requires (needed beyond loopback) |
+| `BRAIN_URL` | a running server for the command line (else: the discovery file, discovery.py) |
 | `BRAIN_BIND_HOST`, `BIND_PORT` | where `serve` listens (127.0.0.1:8765) |
 | `BRAIN_RATE_LIMIT`, `BRAIN_RATE_BURST`, `BRAIN_RATE_LIMIT_LOOPBACK` | per-client rate limit |
 | `BRAIN_ALLOWED_HOSTS` | host names the server answers to beside loopback's (comma-separated) |
@@ -29,11 +30,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import platformdirs
-
-from nexusbrain.envelopes import DEFAULT_ENVELOPE, Envelope, envelope_named
 from nexusbrain.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nexusbrain.envelopes import Envelope
+
+# The command line's fast path imports this module (cli/client.py): what only the server or
+# a default path needs (envelopes, platformdirs) is imported where it is used.
 
 DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
@@ -176,7 +181,7 @@ class ServerSettings:
     token: str | None = None
     limits: Limits = field(default_factory=Limits)
     rate_limit: RateLimit = field(default_factory=RateLimit)
-    envelope: Envelope = field(default_factory=lambda: envelope_named(DEFAULT_ENVELOPE))
+    envelope: Envelope = field(default_factory=lambda: _envelope(None))
     envelope_check_seconds: float = 30.0  # 0: only /stats checks the envelope
     allowed_hosts: tuple[str, ...] = ()  # names beside loopback's: "brain.lan", "host:port", "*"
     trusted_proxies: tuple[str, ...] = ()  # addresses or networks whose X-Forwarded-For counts
@@ -236,6 +241,8 @@ def resolve_db(explicit: str | Path | None, environ: Mapping[str, str] | None = 
     if chosen:
         text = str(chosen)
         return text if "://" in text else str(Path(text).expanduser())
+    import platformdirs
+
     return str(Path(platformdirs.user_data_dir("nexusbrain")) / "brain.db")
 
 
@@ -261,7 +268,7 @@ def server_settings(
         token=env.get("BRAIN_API_TOKEN") or None,
         limits=limits or Limits(),
         rate_limit=rate,
-        envelope=envelope_named(env.get("BRAIN_ENVELOPE") or DEFAULT_ENVELOPE),
+        envelope=_envelope(env.get("BRAIN_ENVELOPE")),
         allowed_hosts=_names(env, "BRAIN_ALLOWED_HOSTS"),
         trusted_proxies=_names(env, "BRAIN_TRUSTED_PROXIES"),
     )
@@ -270,6 +277,20 @@ def server_settings(
 def api_token(environ: Mapping[str, str] | None = None) -> str | None:
     """BRAIN_API_TOKEN, which clients of a running server send as a bearer token."""
     return _environ(environ).get("BRAIN_API_TOKEN") or None
+
+
+def server_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """BRAIN_URL: the running server the command line sends its requests to, e.g.
+    http://127.0.0.1:8765 (without it, the discovery file beside the database says)."""
+    url = _environ(environ).get("BRAIN_URL", "").strip().rstrip("/")
+    if not url:
+        return None
+    scheme, _, rest = url.partition("://")
+    if scheme not in ("http", "https") or not rest or "/" in rest:
+        raise ConfigError(
+            f"BRAIN_URL={url!r} is not a server address: use e.g. http://127.0.0.1:8765"
+        )
+    return url
 
 
 def evals_dir(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path:
@@ -324,6 +345,12 @@ def _durability(value: str) -> Durability:
 
 def _names(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in environ.get(name, "").split(",") if part.strip())
+
+
+def _envelope(name: str | None) -> Envelope:
+    from nexusbrain.envelopes import DEFAULT_ENVELOPE, envelope_named
+
+    return envelope_named(name or DEFAULT_ENVELOPE)
 
 
 def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -1,35 +1,27 @@
-"""`nexusbrain graph ...`: the knowledge graph from the command line. Each command calls one
-method of `brain.graph`; --json prints the same JSON as the HTTP API."""
+"""`nexusbrain graph ...`: the knowledge graph from the command line. Each command asks one
+question of the brain (in process, or of a running server: cli/answers.py) and prints its
+JSON view, as the HTTP API returns it, or text made from that view."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
 import orjson
 
-from nexusbrain import views
-from nexusbrain.brain import Brain
+from nexusbrain.cli.answers import Answers
 from nexusbrain.errors import InvalidInput
-from nexusbrain.graph.model import (
-    AsOf,
-    History,
-    IngestResult,
-    Relationship,
-    Traversal,
-    describe,
-    inputs_from_json,
-    parse_instant,
-)
 
 F = TypeVar("F", bound=Callable[..., Any])
+View = Mapping[str, Any]
 
 
-def _brain(ctx: click.Context) -> Brain:
-    from nexusbrain.cli.main import brain_of  # main imports this module to register `graph`
+def _answers(ctx: click.Context) -> Answers:
+    from nexusbrain.cli.main import answers_of  # main imports this module to register `graph`
 
-    return brain_of(ctx)
+    return answers_of(ctx)
 
 
 def _emit(value: Any) -> None:
@@ -47,10 +39,6 @@ def _as_of_options(func: F) -> F:
     return click.option("--as-of-valid", help="ISO-8601 valid time: what held in the world then.")(
         func
     )
-
-
-def _as_of(valid: str | None, known: str | None) -> AsOf:
-    return AsOf(parse_instant("as_of_valid", valid), parse_instant("as_of_known", known))
 
 
 @click.group()
@@ -98,12 +86,11 @@ def add(
       nexusbrain graph add --file facts.json
     """
     request = _request(triple, valid_at, invalid_at, source, body)
-    entities, relationships = inputs_from_json(request)
-    result = _brain(ctx).graph.ingest(entities, relationships, dry_run=dry_run)
+    value = _answers(ctx).graph_add(request, dry_run=dry_run)
     if as_json:
-        _emit(views.graph_ingest(result))
+        _emit(value)
     else:
-        _print_ingest(result)
+        _print_ingest(value)
 
 
 def _request(
@@ -150,12 +137,13 @@ def relations(
       nexusbrain graph relations --from alice --type works_at
       nexusbrain graph relations --from alice --as-of-valid 2021-06-01 --as-of-known 2026-01-01
     """
-    when = _as_of(as_of_valid, as_of_known)
-    found = _brain(ctx).graph.relations(from_name, to_name=to_name, type=type_, as_of=when)
+    value = _answers(ctx).relations(
+        from_name, to_name=to_name, type=type_, as_of_valid=as_of_valid, as_of_known=as_of_known
+    )
     if as_json:
-        _emit(views.relations(found, when))
+        _emit(value)
     else:
-        _print_relationships(found)
+        _print_relationships(value["relationships"])
 
 
 @graph.command()
@@ -169,9 +157,9 @@ def history(ctx: click.Context, relationship_id: int, as_json: bool) -> None:
     Example:
       nexusbrain graph history 7
     """
-    value = _brain(ctx).graph.history(relationship_id)
+    value = _answers(ctx).history(relationship_id)
     if as_json:
-        _emit(views.relationship_history(value))
+        _emit(value)
     else:
         _print_history(value)
 
@@ -197,45 +185,82 @@ def traverse(
     Example:
       nexusbrain graph traverse alice --depth 2
     """
-    value = _brain(ctx).graph.traverse(start, depth, as_of=_as_of(as_of_valid, as_of_known))
+    value = _answers(ctx).traverse(
+        start, depth=depth, as_of_valid=as_of_valid, as_of_known=as_of_known
+    )
     if as_json:
-        _emit(views.traversal(value))
+        _emit(value)
     else:
         _print_traversal(value)
 
 
-def _print_ingest(result: IngestResult) -> None:
-    for o in result.relationships:
-        label = "would be created" if result.dry_run and o.id is None else f"relationship {o.id}"
-        click.echo(f"{o.status.value}: {describe(o.relationship, cite=False)} [{label}]")
-        for r in o.retired:
-            after = f", replaced by {r.successor}" if r.successor else ""
-            click.echo(f"  retires {r.id or 'the version above'} ({r.reason.value}{after})")
-    for e in result.entities:
-        click.echo(f"{e.status.value}: entity {e.entity.name!r}")
-    if result.dry_run:
+def describe(r: View, *, cite: bool = True) -> str:
+    """graph.model.describe, from a relationship's view: 'alice manages bob (valid
+    2020-01-01..2023-01-01) [relationship 7]' (the id if cite)."""
+    start, end = _short(r["valid_at"]), _short(r["invalid_at"])
+    if start and end:
+        window = f" (valid {start}..{end})"
+    elif start or end:
+        window = f" (valid from {start})" if start else f" (valid until {end})"
+    else:
+        window = ""
+    text = f"{r['from']} {r['type']} {r['to']}{window}"
+    return f"{text} [relationship {r['id']}]" if cite else text
+
+
+def _short(value: str | None) -> str:
+    """A view's time (UTC, to the microsecond) as its date when it is midnight."""
+    if value is None:
+        return ""
+    return value[:10] if value.endswith("T00:00:00.000000+00:00") else value
+
+
+def _said(value: str) -> str:
+    """A view's time as Python prints the datetime: 2026-01-02 03:04:05+00:00."""
+    return str(datetime.fromisoformat(value))
+
+
+def _print_ingest(result: View) -> None:
+    for o in result["relationships"]:
+        created = result["dry_run"] and o["id"] is None
+        label = "would be created" if created else f"relationship {o['id']}"
+        click.echo(f"{o['status']}: {describe(o, cite=False)} [{label}]")
+        for r in o["retired"]:
+            after = f", replaced by {r['replaced_by']}" if r["replaced_by"] else ""
+            click.echo(f"  retires {r['id'] or 'the version above'} ({r['reason']}{after})")
+    for e in result["entities"]:
+        click.echo(f"{e['status']}: entity {e['name']!r}")
+    if result["dry_run"]:
         click.echo("dry run: nothing was changed")
 
 
-def _print_relationships(found: list[Relationship]) -> None:
+def _print_relationships(found: list[View]) -> None:
     if not found:
         click.echo("no relations")
     for r in found:
         click.echo(describe(r))
 
 
-def _print_history(value: History) -> None:
-    for v in value.versions:
-        state = "current" if v.current else f"retired {v.superseded_at} ({v.reason})"
-        click.echo(f"{v.id}: {describe(v, cite=False)}, known from {v.created_at}, {state}")
+def _print_history(value: View) -> None:
+    for v in value["versions"]:
+        state = (
+            "current" if v["current"] else f"retired {_said(v['superseded_at'])} ({v['reason']})"
+        )
+        click.echo(
+            f"{v['id']}: {describe(v, cite=False)}, known from {_said(v['created_at'])}, {state}"
+        )
 
 
-def _print_traversal(value: Traversal) -> None:
-    if not value.hops:
-        click.echo(f"no current edges from {value.start.name!r}")
-    for hop in value.hops:
-        steps = " -> ".join(describe(edge, cite=False) for edge in hop.path)
-        ids = ", ".join(str(edge.id) for edge in hop.path)
-        click.echo(f"{steps} [relationship{'s' if len(hop.path) > 1 else ''} {ids}]")
-    if value.truncated:
-        click.echo(f"(stopped after {len(value.hops)} paths)")
+def _print_traversal(value: View) -> None:
+    """Each path in full: its edges are the hops of the paths it extends (paths are found
+    breadth first, so every shorter path is listed before the paths that extend it)."""
+    hops = value["hops"]
+    if not hops:
+        click.echo(f"no current edges from {value['from']['name']!r}")
+    edges = {hop["relationship"]["id"]: hop["relationship"] for hop in hops}
+    for hop in hops:
+        steps = " -> ".join(describe(edges[i], cite=False) for i in hop["path"])
+        ids = ", ".join(str(i) for i in hop["path"])
+        click.echo(f"{steps} [relationship{'s' if len(hop['path']) > 1 else ''} {ids}]")
+    if value["truncated"]:
+        click.echo(f"(stopped after {len(hops)} paths)")

@@ -1,34 +1,55 @@
-"""The `nexusbrain` (alias `brain`) command line. Each command parses its flags, calls one Brain
-method and prints the answer: readable by default, JSON with --json."""
+"""The `nexusbrain` (alias `brain`) command line. Each command parses its flags, asks the brain
+one question and prints the answer: readable by default, JSON with --json.
+
+The answering commands (search, recall, explain, get, add, stats, graph) ask a server that is
+already running for the brain when there is one (BRAIN_URL, or the discovery file `serve`
+leaves beside the database), in one HTTP request, and the brain in this process otherwise or
+with --local (cli/answers.py). So this module imports only click and the ground floor at the
+top: the brain, numpy and the model load only when a command works in process, and the
+commands of `eval` and `bench` only when they run.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import orjson
 
-from nexusbrain import __version__, views
-from nexusbrain.brain import Brain
+from nexusbrain import __version__
 from nexusbrain.cli import render
-from nexusbrain.cli.bench import bench
-from nexusbrain.cli.eval import eval_group
-from nexusbrain.cli.eval_sweep import add_sweep_commands
+from nexusbrain.cli.answers import Answers, Filters
 from nexusbrain.cli.graph import graph
 from nexusbrain.errors import BrainError, InvalidInput
-from nexusbrain.jsonlines import parse_lines
-from nexusbrain.records import SearchMode
+
+if TYPE_CHECKING:
+    from nexusbrain.brain import Brain
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Commands loaded only when they run, with the one-line help `nexusbrain --help` lists for
+# them (tests/test_cli.py checks it against the command's own).
+LAZY = {
+    "bench": (
+        "nexusbrain.cli.bench:bench",
+        "Benchmark a real server on a synthetic markdown corpus at each scale.",
+    ),
+    "eval": (
+        "nexusbrain.cli.eval:eval_group",
+        "Measure retrieval quality: judged sets, BEIR, LoCoMo, LongMemEval, known items.",
+    ),
+}
+
 
 class BrainGroup(click.Group):
-    """Turns a BrainError into a one-line message and exit code 1."""
+    """Turns a BrainError into a one-line message and exit code 1, and loads the commands of
+    LAZY on first use."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -36,6 +57,40 @@ class BrainGroup(click.Group):
         except BrainError as exc:
             click.echo(f"error: {exc.message}", err=True)
             ctx.exit(1)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY and name not in self.commands:
+            self.add_command(load_lazy(name), name)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in LAZY and name not in self.commands:  # its help, without importing it
+                command: click.Command | None = click.Command(name, help=LAZY[name][1])
+            else:
+                command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def load_lazy(name: str) -> click.Command:
+    """The command of LAZY[name], imported now."""
+    module, _, attribute = LAZY[name][0].partition(":")
+    command: click.Command = getattr(importlib.import_module(module), attribute)
+    if name == "eval":
+        from nexusbrain.cli.eval_sweep import add_sweep_commands
+
+        if isinstance(command, click.Group) and "run-all" not in command.commands:
+            add_sweep_commands(command)  # run-all, compare, replay, captures
+    return command
 
 
 def json_option(func: F) -> F:
@@ -47,12 +102,33 @@ def emit(value: Any) -> None:
 
 
 def brain_of(ctx: click.Context) -> Brain:
+    """The brain in this process, opened on first use and closed with the command."""
     brain: Brain | None = ctx.obj.get("brain")
     if brain is None:
+        from nexusbrain.brain import Brain
+
         brain = Brain.open(ctx.obj["db"])
         ctx.obj["brain"] = brain
         ctx.call_on_close(brain.close)
     return brain
+
+
+def answers_of(ctx: click.Context) -> Answers:
+    """Where the answering commands ask: the running server (unless --local), else the brain
+    in this process."""
+    root = ctx.find_root()
+    answers: Answers | None = root.obj.get("answers")
+    if answers is None:
+        if not root.obj["local"] and root.obj.get("brain") is None:  # no brain handed in
+            from nexusbrain.cli.client import reach
+
+            answers = reach(root.obj["db"])
+        if answers is None:
+            from nexusbrain.cli.local import Local
+
+            answers = Local(brain_of(root))
+        root.obj["answers"] = answers
+    return answers
 
 
 @click.group(cls=BrainGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -62,10 +138,19 @@ def brain_of(ctx: click.Context) -> Brain:
     help="The brain: a SQLite file (or sqlite:///path). Default: $BRAIN_DB_URL, else "
     "$BRAIN_DB_PATH, else brain.db in the platform data directory.",
 )
+@click.option(
+    "--local",
+    is_flag=True,
+    help="Work in this process even when a server is running for the brain.",
+)
 @click.version_option(__version__, prog_name="nexusbrain")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None) -> None:
+def cli(ctx: click.Context, db: str | None, local: bool) -> None:
     """nexusbrain: local-first memory and search that explains itself.
+
+    search, recall, explain, get, add, stats and graph use a server already running for the
+    brain (`nexusbrain serve`; or $BRAIN_URL when --db is not given), and print what they
+    would print in process.
 
     \b
     Example:
@@ -74,6 +159,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
+    ctx.obj["local"] = local
 
 
 @cli.command("ingest-dir")
@@ -82,21 +168,27 @@ def cli(ctx: click.Context, db: str | None) -> None:
 @click.option(
     "--strict", is_flag=True, help="Exit with status 1 if any file was skipped (default: 0)."
 )
+@click.option("--watch", is_flag=True, help="Then keep the brain in step as files change.")
 @json_option
 @click.pass_context
 def ingest_dir(
-    ctx: click.Context, folder: Path, domain: str | None, strict: bool, as_json: bool
+    ctx: click.Context, folder: Path, domain: str | None, strict: bool, watch: bool, as_json: bool
 ) -> None:
     """Ingest a folder of .md/.markdown/.txt files, incrementally.
 
     Unchanged files cost nothing, changed files are re-chunked, and files gone from disk are
     retired from search. Files that cannot be ingested are skipped and listed on stderr with
     the reason; the run still succeeds (exit 0), unless --strict is given.
+    With --watch it then follows the folder until Ctrl-C, one line per file it changes
+    (editors that save through a temporary file and a rename are followed too).
 
     \b
     Example:
       nexusbrain ingest-dir ~/notes --domain notes
+      nexusbrain ingest-dir ~/notes --watch
     """
+    from nexusbrain import views
+
     brain = brain_of(ctx)
     with render.Bars(not as_json) as bars:
         report = brain.ingest_dir(folder, domain=domain, progress=bars)
@@ -108,6 +200,10 @@ def ingest_dir(
         render.directory_report(report)
     if report.errors and strict:
         ctx.exit(1)
+    if watch:
+        click.echo(f"watching {report.root} (Ctrl-C to stop)", err=True)
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C while a sync is printed
+            brain.watch_dir(folder, domain=domain, on_sync=render.file_changes)
 
 
 @cli.command()
@@ -131,21 +227,24 @@ def add(
     Example:
       nexusbrain add "The staging db moved to db-2 on 2025-03-01" --tag infra
     """
-    result = brain_of(ctx).add_memory(text, source=source, domain=domain, tags=tags)
+    result = answers_of(ctx).add(text, source=source, domain=domain, tags=tags)
     if as_json:
-        emit(views.write_result(result))
+        emit(result)
     else:
-        click.echo(f"{result.status.value}: document {result.document_id}")
+        click.echo(f"{result['status']}: document {result['id']}")
 
 
-MODES = click.Choice([m.value for m in SearchMode])
+# records.SearchMode's values (tests/test_cli.py checks): importing records would cost the
+# fast path ~10 ms
+MODE_NAMES = ("conservative", "balanced", "tokenmax")
+MODES = click.Choice(MODE_NAMES)
 
 
 def mode_option(func: F) -> F:
     return click.option(
         "--mode",
         type=MODES,
-        default=SearchMode.BALANCED.value,
+        default="balanced",
         show_default=True,
         help="conservative: few strict hits; balanced: hybrid; tokenmax: wide, PRF, context.",
     )(func)
@@ -180,16 +279,14 @@ def search(
     Example:
       nexusbrain search "why did the deploy fail" -k 5 --explain
     """
-    from nexusbrain.retrieval.filters import make_filters
-
-    filters = make_filters(domain=domain, path_prefix=path_prefix, document_id=document_id)
-    hits = brain_of(ctx).search(
-        query, k=k, filters=filters, best_per_document=best_per_document, mode=mode
+    filters = Filters(domain=domain, path_prefix=path_prefix, document_id=document_id)
+    found = answers_of(ctx).search(
+        query, k=k, mode=mode, filters=filters, best_per_document=best_per_document
     )
     if as_json:
-        emit(views.search(query, mode, hits))
+        emit(found)
     else:
-        render.hits(hits, explain=explain)
+        render.hits(found["hits"], explain=explain)
 
 
 @cli.command()
@@ -213,9 +310,9 @@ def recall(
     Example:
       nexusbrain recall "what do we know about the outage" --budget 800
     """
-    result = brain_of(ctx).recall(query, k=k, budget_tokens=budget_tokens, mode=mode)
+    result = answers_of(ctx).recall(query, k=k, budget_tokens=budget_tokens, mode=mode)
     if as_json:
-        emit(views.recall(result))
+        emit(result)
     else:
         render.recall(result)
 
@@ -248,13 +345,10 @@ def explain_(
     Example:
       nexusbrain explain "why did the deploy fail" ~/notes/deploy.md
     """
-    from nexusbrain.retrieval.filters import make_filters
-
-    filters = make_filters(domain=domain, path_prefix=path_prefix)
-    found = brain_of(ctx).explain(
-        query, document, k=k, filters=filters, mode=mode, best_per_document=best_per_document
+    filters = Filters(domain=domain, path_prefix=path_prefix)
+    value = answers_of(ctx).explain(
+        query, document, k=k, mode=mode, filters=filters, best_per_document=best_per_document
     )
-    value = views.explanation(found)
     if as_json:
         emit(value)
     else:
@@ -275,13 +369,12 @@ def get(ctx: click.Context, ref: str, chunks: bool, lines: str | None, as_json: 
       nexusbrain get 12 --lines 10-20
       nexusbrain get ~/notes/deploy.md --chunks
     """
-    brain = brain_of(ctx)
-    document = brain.document(ref)
-    chunk_list = brain.document_chunks(document.id) if chunks else None
+    span = _line_range(lines)
+    document = answers_of(ctx).document(ref, chunks=chunks)
     if as_json:
-        emit(views.document(document, chunk_list))
+        emit(document)
     else:
-        render.document(document, chunk_list, _line_range(lines))
+        render.document(document, span)
 
 
 def _line_range(text: str | None) -> tuple[int, int] | None:
@@ -375,9 +468,12 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
     Example:
       nexusbrain --db restored.db import backup.jsonl
     """
-    result = brain_of(ctx).import_records(parse_lines(source))
+    from nexusbrain import views
+    from nexusbrain.jsonlines import parse_lines
+
+    result = views.import_result(brain_of(ctx).import_records(parse_lines(source)))
     if as_json:
-        emit(views.import_result(result))
+        emit(result)
     else:
         render.import_summary(result)
 
@@ -392,7 +488,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     Example:
       nexusbrain stats --json
     """
-    value = views.stats(brain_of(ctx).stats())
+    value = answers_of(ctx).stats()
     if as_json:
         emit(value)
     else:
@@ -401,26 +497,72 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 
 @cli.command()
 @click.option("--host", help="Address to listen on. Default: $BRAIN_BIND_HOST, else 127.0.0.1.")
-@click.option("--port", type=int, help="Port. Default: $BIND_PORT, else 8765.")
+@click.option("--port", type=int, help="Port (0: any free one). Default: $BIND_PORT, else 8765.")
 @click.option("--log-level", default="info", show_default=True)
 @click.option("--mcp", is_flag=True, help="Also serve MCP (streamable HTTP) at /mcp.")
+@click.option(
+    "--watch",
+    "folders",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Keep this folder ingested as its files change (repeat for more).",
+)
 @click.pass_context
 def serve(
-    ctx: click.Context, host: str | None, port: int | None, log_level: str, mcp: bool
+    ctx: click.Context,
+    host: str | None,
+    port: int | None,
+    log_level: str,
+    mcp: bool,
+    folders: tuple[Path, ...],
 ) -> None:
-    """Start the HTTP API (docs at /docs). Binding beyond loopback needs BRAIN_API_TOKEN.
+    """Start the HTTP API, the web UI (/app) and the API docs (/docs). Binding beyond
+    loopback needs BRAIN_API_TOKEN.
 
-    With --mcp, agents also reach the brain over MCP at /mcp, behind the same token.
+    While it runs, search, recall, get, explain, add, stats and graph on this brain send it
+    one request each instead of loading the brain themselves. With --mcp, agents also reach
+    the brain over MCP at /mcp, behind the same token.
 
     \b
     Example:
       nexusbrain serve --port 8765
       curl 'http://127.0.0.1:8765/search?q=deploy+failure'
-      nexusbrain serve --mcp
+      nexusbrain serve --mcp --watch ~/notes
     """
+    import threading
+
     from nexusbrain.api.server import run
 
-    run(brain_of(ctx), host=host, port=port, log_level=log_level, mcp=mcp)
+    brain = brain_of(ctx)
+    stop = threading.Event()
+    watchers = [
+        threading.Thread(
+            target=brain.watch_dir,
+            args=(folder,),
+            kwargs={"on_sync": render.file_changes, "stop": stop},
+            name=f"nexusbrain-watch-{n}",
+            daemon=True,
+        )
+        for n, folder in enumerate(folders)
+    ]
+
+    def say_where(url: str) -> None:
+        click.echo(f"nexusbrain {__version__}: serving {brain.stats().db_path} at {url}")
+        click.echo(f"  web UI    {url}/app")
+        click.echo(f"  API docs  {url}/docs")
+        if mcp:
+            click.echo(f"  MCP       {url}/mcp")
+        for folder in folders:
+            click.echo(f"  watching  {folder.expanduser().resolve()}")
+        for watcher in watchers:
+            watcher.start()
+
+    try:
+        run(brain, host=host, port=port, log_level=log_level, mcp=mcp, on_listen=say_where)
+    finally:
+        stop.set()
+        for watcher in watchers:
+            watcher.join(timeout=10)
 
 
 @cli.command()
@@ -436,6 +578,8 @@ def mcp(ctx: click.Context, log_level: str) -> None:
     """Serve MCP over stdio, for an agent that starts nexusbrain as its memory server.
 
     stdout carries only the protocol; logs go to stderr. Stops when the client closes stdin.
+    When a server started with --mcp is running for the brain, this relays to it (one warm
+    brain for every agent) instead of loading the brain; --local loads it all the same.
 
     \b
     Example:
@@ -443,19 +587,25 @@ def mcp(ctx: click.Context, log_level: str) -> None:
     """
     import logging
 
+    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), force=True)
+    if not ctx.obj["local"] and ctx.obj.get("brain") is None:
+        from nexusbrain.discovery import locate
+
+        found = locate(ctx.obj["db"])
+        if found is not None and found.mcp is not False:
+            from nexusbrain.mcp_server.relay import relay
+
+            relay(found.url, found.token, sys.stdin.buffer, sys.stdout.buffer)
+            return
     from nexusbrain.mcp_server import serve_stdio
 
-    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), force=True)
     with contextlib.redirect_stdout(sys.stderr):  # nothing but protocol may reach stdout
         brain = brain_of(ctx)
         brain.embed_missing()  # as `serve` does: after a model change or an import
     serve_stdio(brain)
 
 
-add_sweep_commands(eval_group)  # run-all, compare, replay, captures
-cli.add_command(eval_group)
 cli.add_command(graph)
-cli.add_command(bench)
 
 
 def main() -> None:

@@ -1,17 +1,22 @@
-"""Human-readable output for the CLI."""
+"""Human-readable output for the CLI, from the JSON views (views.py) that --json prints: the
+same view from the brain in this process or from a running server prints the same text."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from nexusbrain.brain import Recall
-from nexusbrain.ingest.directory import DirectoryReport
-from nexusbrain.records import Chunk, Document, FusionContribution, Hit, ImportResult, Trace
+from nexusbrain.summaries import count as _count
+from nexusbrain.summaries import recall_summary
+
+if TYPE_CHECKING:
+    from nexusbrain.ingest.directory import DirectoryReport
+
+View = Mapping[str, Any]  # a JSON view (views.py), from this process or from a server
 
 
 class _Bar:
@@ -80,99 +85,116 @@ def directory_report(report: DirectoryReport) -> None:
         click.echo(f"  {problem.path}: {problem.reason}", err=True)
 
 
+def file_changes(report: DirectoryReport) -> None:
+    """One line per file a sync changed (and per file it could not read), as it happens."""
+    for change in report.changes:
+        chunks = f" ({change.chunks} chunk{'s' if change.chunks != 1 else ''})"
+        click.echo(f"{change.status.value} {change.path}{chunks if change.chunks else ''}")
+    for problem in report.errors:
+        click.echo(f"error: {problem.path}: {problem.reason}", err=True)
+
+
 def _snippet(text: str, width: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _where(hit: Hit) -> str:
-    lines = f"{hit.line_start}-{hit.line_end}" if hit.line_end != hit.line_start else hit.line_start
-    return f"{hit.uri}:{lines}"
+def _where(hit: View) -> str:
+    start, end = hit["span"]["line_start"], hit["span"]["line_end"]
+    return f"{hit['uri']}:{f'{start}-{end}' if end != start else start}"
 
 
-def hits(found: Sequence[Hit], *, explain: bool = False) -> None:
+def hits(found: Sequence[View], *, explain: bool = False) -> None:
+    """A search's hits (views.hit), one heading line and a snippet each."""
     if not found:
         click.echo("no hits")
         return
     for hit in found:
-        heading = " > ".join(hit.heading_path)
+        heading = " > ".join(hit["heading_path"])
         click.echo(
-            f"{hit.rank:>3}. {hit.score:8.4f}  {_where(hit)}"
+            f"{hit['rank']:>3}. {hit['score']:8.4f}  {_where(hit)}"
             + (f"  [{heading}]" if heading else "")
         )
-        click.echo(f"     {_snippet(hit.text)}")
+        click.echo(f"     {_snippet(hit['text'])}")
         if explain:
-            click.echo(_trace(hit.trace))
+            click.echo(_trace(hit["trace"]))
 
 
-def _trace(trace: Trace) -> str:
-    lines = [f"     {r.retriever}: rank {r.rank}, score {r.score:.4f}" for r in trace.retrievers]
-    lines += [_fusion_line(f, trace.fusion_method) for f in trace.fusion]
-    if trace.prf_terms:
-        lines.append(f"     prf terms: {', '.join(trace.prf_terms)}")
-    if trace.rerank:
-        r = trace.rerank
-        lines.append(f"     rerank ({r.model}): {r.rank_before} -> {r.rank_after}, {r.score:.4f}")
+def _trace(trace: View) -> str:
+    lines = [
+        f"     {r['retriever']}: rank {r['rank']}, score {r['score']:.4f}"
+        for r in trace["retrievers"]
+    ]
+    lines += [_fusion_line(f, trace["fusion_method"]) for f in trace.get("fusion", ())]
+    if trace.get("prf_terms"):
+        lines.append(f"     prf terms: {', '.join(trace['prf_terms'])}")
+    if trace.get("rerank"):
+        r = trace["rerank"]
+        lines.append(
+            f"     rerank ({r['model']}): {r['rank_before']} -> {r['rank_after']}, {r['score']:.4f}"
+        )
     return "\n".join(lines)
 
 
-def _fusion_line(f: FusionContribution, method: str) -> str:
-    if method == "rrf" and f.rank is not None:
-        k = round(f.weight / f.contribution) - f.rank
-        return f"     rrf {f.retriever}: {f.weight:g}/({k}+{f.rank}) = {f.contribution:.5f}"
-    where = f"rank {f.rank}" if f.rank is not None else "not in its list, scored"
+def _fusion_line(f: View, method: str) -> str:
+    weight, rank, contribution = f["weight"], f["rank"], f["contribution"]
+    if method == "rrf" and rank is not None:
+        k = round(weight / contribution) - rank
+        return f"     rrf {f['retriever']}: {weight:g}/({k}+{rank}) = {contribution:.5f}"
+    where = f"rank {rank}" if rank is not None else "not in its list, scored"
     return (
-        f"     z {f.retriever}: {f.weight:g} × z {f.z or 0.0:+.3f} ({where})"
-        f" = {f.contribution:+.5f}"
+        f"     z {f['retriever']}: {weight:g} × z {f['z'] or 0.0:+.3f} ({where})"
+        f" = {contribution:+.5f}"
     )
 
 
-def recall(result: Recall) -> None:
-    click.echo(f"{result.summary()}.")
-    for hit in result.hits:
-        cut = ", cut to fit" if hit.truncated else ""
-        click.echo(f"\n[{hit.rank}] {_where(hit)} (revision {hit.revision[:12]}{cut})")
-        click.echo(hit.text)
+def recall(result: View) -> None:
+    """A recall (views.recall): what it holds, then the hits, each with its citation."""
+    click.echo(f"{recall_summary(result)}.")
+    for hit in result["hits"]:
+        cut = ", cut to fit" if hit["truncated"] else ""
+        click.echo(f"\n[{hit['rank']}] {_where(hit)} (revision {hit['revision'][:12]}{cut})")
+        click.echo(hit["text"])
 
 
-def _count(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n:,} " + (noun if n == 1 else plural or noun + "s")
-
-
-def import_summary(result: ImportResult) -> None:
-    new = f"{_count(result.documents, 'new document')} and {_count(result.chunks, 'chunk')}"
+def import_summary(result: View) -> None:
+    """An import's counts (views.import_result) in words."""
+    new = f"{_count(result['documents'], 'new document')} and {_count(result['chunks'], 'chunk')}"
     parts = [f"imported {new}"]
-    if result.updated:
-        parts.append(f"{_count(result.updated, 'document')} updated to the imported version")
-    if result.kept:
-        parts.append(
-            f"{_count(result.kept, 'document')} newer here kept (imported versions kept as history)"
-        )
-    if result.unchanged:
-        parts.append(f"{_count(result.unchanged, 'document')} already present")
-    if result.entities or result.relationships:
-        entities = _count(result.entities, "entity", "entities")
-        parts.append(f"{entities} and {_count(result.relationships, 'fact version')} added")
-    if result.duplicates:
-        parts.append(f"{_count(result.duplicates, 'fact')} already held")
-    if result.retired:
-        parts.append(f"{_count(result.retired, 'fact')} of updated notes retired")
-    if result.kept_facts:
-        parts.append(f"{_count(result.kept_facts, 'fact')} left to the newer notes here")
+    if result["updated"]:
+        parts.append(f"{_count(result['updated'], 'document')} updated to the imported version")
+    if result["kept"]:
+        kept = _count(result["kept"], "document")
+        parts.append(f"{kept} newer here kept (imported versions kept as history)")
+    if result["unchanged"]:
+        parts.append(f"{_count(result['unchanged'], 'document')} already present")
+    if result["entities"] or result["relationships"]:
+        entities = _count(result["entities"], "entity", "entities")
+        parts.append(f"{entities} and {_count(result['relationships'], 'fact version')} added")
+    if result["duplicates"]:
+        parts.append(f"{_count(result['duplicates'], 'fact')} already held")
+    if result["retired"]:
+        parts.append(f"{_count(result['retired'], 'fact')} of updated notes retired")
+    if result["kept_facts"]:
+        parts.append(f"{_count(result['kept_facts'], 'fact')} left to the newer notes here")
     click.echo("; ".join(parts))
 
 
-def document(doc: Document, chunks: list[Chunk] | None, lines: tuple[int, int] | None) -> None:
-    state = f" (retired {doc.deleted_at:%Y-%m-%d})" if doc.deleted_at else ""
-    click.echo(f"# {doc.title}{state}\n{doc.uri}  id {doc.id}  revision {doc.revision[:12]}")
-    content = doc.content
+def document(doc: View, lines: tuple[int, int] | None) -> None:
+    """A document (views.document), whole or only some lines, and its chunks if listed."""
+    state = f" (retired {doc['deleted_at'][:10]})" if doc["deleted_at"] else ""
+    click.echo(
+        f"# {doc['title']}{state}\n{doc['uri']}  id {doc['id']}  revision {doc['revision'][:12]}"
+    )
+    content = doc["content"]
     if lines is not None:
         content = "\n".join(content.splitlines()[lines[0] - 1 : lines[1]])
     click.echo(f"\n{content}")
-    for chunk in chunks or []:
+    for chunk in doc.get("chunks", ()):
+        span = chunk["span"]
         click.echo(
-            f"  chunk {chunk.ordinal}: lines {chunk.line_start}-{chunk.line_end}, "
-            f"chars {chunk.char_start}-{chunk.char_end}  {' > '.join(chunk.heading_path)}"
+            f"  chunk {chunk['ordinal']}: lines {span['line_start']}-{span['line_end']}, "
+            f"chars {span['char_start']}-{span['char_end']}  {' > '.join(chunk['heading_path'])}"
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from nexusbrain.clock import Clock
@@ -20,6 +21,21 @@ from nexusbrain.storage.base import DocumentStore
 log = logging.getLogger(__name__)
 
 
+class FileStatus(StrEnum):
+    ADDED = "added"
+    UPDATED = "updated"
+    RETIRED = "retired"
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file whose document changed: added, updated (re-chunked) or retired (gone)."""
+
+    path: str
+    status: FileStatus
+    chunks: int = 0  # chunks written
+
+
 @dataclass(frozen=True, slots=True)
 class DirectoryReport:
     root: str
@@ -30,6 +46,7 @@ class DirectoryReport:
     chunks: int = 0
     errors: tuple[FileProblem, ...] = field(default_factory=tuple)
     seconds: float = 0.0
+    changes: tuple[FileChange, ...] = ()  # every file that was added, updated or retired
 
 
 @dataclass(slots=True)
@@ -39,16 +56,20 @@ class _Tally:
     unchanged: int = 0
     chunks: int = 0
     problems: list[FileProblem] = field(default_factory=list)
+    changes: list[FileChange] = field(default_factory=list)
 
-    def count(self, result: WriteResult) -> None:
+    def count(self, path: Path, result: WriteResult) -> None:
         if result.status is WriteStatus.DUPLICATE:
             self.unchanged += 1
             return
         self.chunks += result.chunks
         if result.status is WriteStatus.CREATED:
             self.added += 1
+            status = FileStatus.ADDED
         else:
             self.updated += 1
+            status = FileStatus.UPDATED
+        self.changes.append(FileChange(path.as_posix(), status, result.chunks))
 
 
 WriteBatch = Callable[[Sequence[Prepared]], list[WriteResult]]
@@ -95,15 +116,18 @@ def ingest_directory(
     ids = [doc.id for uri in gone if (doc := store.find_document(uri)) is not None]
     if ids:
         log.info("retiring %d document(s) whose files are gone", len(ids))
+    deleted = retire(ids) if ids else 0
+    tally.changes += [FileChange(uri, FileStatus.RETIRED) for uri in gone]
     return DirectoryReport(
         root=str(found.root),
         added=tally.added,
         updated=tally.updated,
         unchanged=tally.unchanged,
-        deleted=retire(ids) if ids else 0,
+        deleted=deleted,
         chunks=tally.chunks,
         errors=tuple(tally.problems),
         seconds=(clock() - started).total_seconds(),
+        changes=tuple(tally.changes),
     )
 
 
@@ -141,14 +165,14 @@ def _flush(batch: list[tuple[Path, Prepared]], write: WriteBatch, tally: _Tally)
     if not batch:
         return
     try:
-        results = write([p for _, p in batch])
+        written = list(zip([path for path, _ in batch], write([p for _, p in batch]), strict=True))
     except BrainError:
-        results = []
+        written = []
         for path, prepared in batch:
             try:
-                results += write([prepared])
+                written += [(path, result) for result in write([prepared])]
             except BrainError as exc:
                 tally.problems.append(FileProblem(path.as_posix(), exc.message))
-    for result in results:
-        tally.count(result)
+    for path, result in written:
+        tally.count(path, result)
     batch.clear()

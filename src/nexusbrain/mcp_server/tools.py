@@ -4,7 +4,7 @@ with the JSON view HTTP returns for the same question (`recall` also with text r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -16,6 +16,7 @@ from nexusbrain.errors import InvalidInput
 from nexusbrain.graph.model import AsOf, inputs_from_json, parse_instant
 from nexusbrain.records import Document, SearchFilters, SearchMode
 from nexusbrain.retrieval.filters import make_filters
+from nexusbrain.summaries import recall_summary
 
 TIME = "ISO-8601 time, e.g. 2025-01-31 or 2025-01-31T09:30:00Z"
 
@@ -149,14 +150,16 @@ def recall(brain: Brain, args: RecallArgs) -> Answer:
         mode=args.mode,
         graph=args.graph,
     )
-    return Answer(views.recall(result), recall_text(result))
+    view = views.recall(result)
+    return Answer(view, recall_text(result, view))
 
 
-def recall_text(result: Recall) -> str:
+def recall_text(result: Recall, view: Mapping[str, Any]) -> str:
     """Passages to paste into a prompt, each headed by its citation: [n] path:lines (revision)."""
+    said = recall_summary(view)
     if not result.hits:
-        return f"{result.summary()}."
-    parts = [f"Memory for {result.query!r}: {result.summary()}. Cite a passage by its [n]."]
+        return f"{said}."
+    parts = [f"Memory for {result.query!r}: {said}. Cite a passage by its [n]."]
     for n, hit in enumerate(result.hits, start=1):
         span = f"{hit.line_start}" + (f"-{hit.line_end}" if hit.line_end != hit.line_start else "")
         heading = f" {' > '.join(hit.heading_path)}" if hit.heading_path else ""

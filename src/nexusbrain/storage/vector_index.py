@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -163,12 +163,14 @@ class _Rows:
         codes: NDArray[np.uint64],
         space: _Space,
         exact_max: int,
+        total: NDArray[np.int64] | None = None,
     ) -> _Rows:
-        """Live rows over these very arrays (no room to grow: the first append copies)."""
+        """Live rows over these very arrays (no room to grow: the first append copies);
+        `total` is their exact sum when it is known (the cache file keeps it)."""
         full = half.astype(np.float32) if len(half) <= exact_max else None
         alive = np.ones(len(ids), np.bool_)
         buffers = _Buffers(ids, docs, half, sq, codes)
-        total = _exact_sum(half)
+        total = _exact_sum(half) if total is None else total
         center = space.centre_of(total, len(ids))
         vc = full @ center if full is not None else None
         return cls(ids, docs, half, sq, codes, full, alive, 0, buffers, space, total, center, vc)
@@ -370,14 +372,35 @@ class VectorIndex:
                     return False
                 ids, docs, half = data["ids"], data["docs"], data["half"]
                 seq = int(data["seq"])
+                derived = self._derived(data, len(ids))
         except (OSError, ValueError, KeyError) as exc:
             log.warning("ignoring the unreadable vector cache %s: %s", self.cache, exc)
             return False
-        self._rows = _Rows.build(ids, docs, half, self._space, self.config.exact_max)
+        if derived is None:
+            self._rows = _Rows.build(ids, docs, half, self._space, self.config.exact_max)
+        else:
+            sq, codes, total = derived
+            exact_max = self.config.exact_max
+            self._rows = _Rows.of(ids, docs, half, sq, codes, self._space, exact_max, total)
         self._seq = seq
-        self._unsaved = 0
+        self._unsaved = 0 if derived is not None else 1  # an older cache: rewrite it once
         log.info("read %d vectors for %s from %s", len(ids), self.model, self.cache)
         return True
+
+    def _derived(
+        self, data: Any, rows: int
+    ) -> tuple[NDArray[np.float32], NDArray[np.uint64], NDArray[np.int64]] | None:
+        """The rows' squares, sign codes and exact sum as the cache file keeps them, when they
+        were taken around this model's reference point (a cache written before they were kept
+        has none): a start then does not recompute them from every vector."""
+        if "sq" not in data or "reference" not in data:
+            return None
+        if not np.array_equal(data["reference"], self._space.reference):
+            return None
+        sq, codes, total = data["sq"], data["codes"], data["total"]
+        if len(sq) != rows or len(codes) != rows or total.shape != (self.dim,):
+            return None
+        return sq, codes, total
 
     def _save(self) -> None:
         if self.cache is None:
@@ -396,6 +419,10 @@ class VectorIndex:
                     ids=rows.ids[rows.alive],
                     docs=rows.docs[rows.alive],
                     half=rows.half[rows.alive],
+                    sq=rows.sq[rows.alive],
+                    codes=rows.codes[rows.alive],
+                    total=rows.total,
+                    reference=self._space.reference,
                 )
             os.replace(partial, self.cache)
             self._unsaved = 0

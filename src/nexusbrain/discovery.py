@@ -1,0 +1,188 @@
+"""The discovery file: how a command line finds the server that is running for its database.
+
+`nexusbrain serve` writes `<db>.server.json` beside the SQLite file once it listens, and
+removes it when it stops:
+
+    {"url": "http://127.0.0.1:8765", "pid": 4242, "db": "/home/me/brain.db",
+     "token_path": null, "mcp": true}
+
+With a bearer token, the server also writes the token to `<db>.server-token` (mode 0600: it
+opens nothing that the database beside it does not already hold) and names it in
+`token_path`. A reader ignores the file when it is stale: when its pid is not alive (a server
+killed by SIGKILL leaves it behind), and `locate` when nothing answers at its address (one
+connect); the command line and the MCP relay then work in process.
+
+Standard library only (and config for BRAIN_URL): the command line's fast path imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from nexusbrain import wire
+from nexusbrain.config import api_token, resolve_db, server_url
+from nexusbrain.errors import BrainError
+
+SUFFIX = ".server.json"
+TOKEN_SUFFIX = ".server-token"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What a running server says about itself."""
+
+    url: str  # http://host:port, no trailing slash
+    pid: int
+    db: str  # the database file it serves, absolute
+    token_path: str | None = None
+    mcp: bool = False  # it serves MCP at /mcp (serve --mcp)
+
+    def token(self) -> str | None:
+        """The bearer token the server requires, if it wrote one and it can be read."""
+        if self.token_path is None:
+            return None
+        try:
+            return Path(self.token_path).read_text(encoding="utf-8").strip() or None
+        except OSError:
+            return None
+
+
+def database_file(db: str | Path) -> Path | None:
+    """The SQLite file of a --db value (a path or sqlite:///path); None for other URLs."""
+    text = str(db)
+    if text.startswith("sqlite:///"):
+        text = text.removeprefix("sqlite://")
+    elif "://" in text:
+        return None
+    return Path(text).expanduser().resolve()
+
+
+def discovery_path(db: str | Path) -> Path | None:
+    """Where the discovery file of this database lives (None: not a SQLite file)."""
+    file = database_file(db)
+    return file.with_name(file.name + SUFFIX) if file is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A server that answers, and how to talk to it."""
+
+    url: str
+    token: str | None
+    mcp: bool | None  # serves MCP at /mcp; None: not known (BRAIN_URL)
+
+
+def locate(db: str | None) -> Located | None:
+    """The server for a command: BRAIN_URL when no --db is given (an error if nothing answers
+    there), else the one that the discovery file beside the database names, if it answers.
+    None: work in process."""
+    if db is None and (url := server_url()) is not None:
+        if not _answers(url):
+            raise BrainError(
+                f"nothing answers at BRAIN_URL={url}: start `nexusbrain serve` there, "
+                "or unset BRAIN_URL to work in process"
+            )
+        return Located(url, api_token(), None)
+    info = find(resolve_db(db))
+    if info is None or not _answers(info.url):
+        return None
+    return Located(info.url, info.token() or api_token(), info.mcp)
+
+
+def _answers(url: str) -> bool:
+    try:
+        wire.connect(url).close()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def announce(
+    db: str | Path, url: str, token: str | None = None, *, mcp: bool = False
+) -> Path | None:
+    """Write the discovery file (and the token file) for a server of this process. Returns
+    its path, None for a database that is not a SQLite file."""
+    file = database_file(db)
+    if file is None:
+        return None
+    token_path = None
+    if token:
+        token_path = file.with_name(file.name + TOKEN_SUFFIX)
+        _write_private(token_path, token + "\n")
+    info = {
+        "url": url,
+        "pid": os.getpid(),
+        "db": str(file),
+        "token_path": _text(token_path),
+        "mcp": mcp,
+    }
+    path = file.with_name(file.name + SUFFIX)
+    _write_private(path, json.dumps(info) + "\n")
+    return path
+
+
+def withdraw(db: str | Path) -> None:
+    """Remove this process's discovery and token files; a newer server's are left alone."""
+    path = discovery_path(db)
+    if path is None:
+        return
+    info = _read(path)
+    if info is None or info.pid != os.getpid():
+        return
+    path.unlink(missing_ok=True)
+    if info.token_path is not None:
+        Path(info.token_path).unlink(missing_ok=True)
+
+
+def find(db: str | Path) -> ServerInfo | None:
+    """The server running for this database, if its discovery file names a live process."""
+    path = discovery_path(db)
+    if path is None:
+        return None
+    info = _read(path)
+    return info if info is not None and _alive(info.pid) else None
+
+
+def _read(path: Path) -> ServerInfo | None:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        token_path = raw.get("token_path")
+        return ServerInfo(
+            url=str(raw["url"]).rstrip("/"),
+            pid=int(raw["pid"]),
+            db=str(raw["db"]),
+            token_path=str(token_path) if token_path else None,
+            mcp=raw.get("mcp") is True,
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, but another user's
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file readable by its owner only, atomically (readers never see half of it)."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}.part")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(partial, path)
+
+
+def _text(path: Path | None) -> str | None:
+    return str(path) if path is not None else None

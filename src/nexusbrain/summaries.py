@@ -1,0 +1,31 @@
+"""What an answer holds, said in words, from its JSON view (views.py): for a person at the CLI
+and an agent reading an MCP tool's text. Standard library only, so that the CLI's client path
+(which prints a server's views) can use it without loading the brain."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n:,} " + (noun if n == 1 else plural or noun + "s")
+
+
+def recall_summary(view: Mapping[str, Any]) -> str:
+    """A recall (views.recall): how many passages, the tokens they use, whether the last was
+    cut to fit, and how many lower hits were left out; or why nothing came back."""
+    hits, left_out, budget = view["hits"], view["left_out"], view["budget_tokens"]
+    if not hits:
+        if not left_out:
+            return f"No memory matched {view['query']!r}"
+        return (
+            f"{count(left_out, 'hit')} matched {view['query']!r}, but not even the best one's"
+            f" first word fits in {budget} tokens: raise the budget"
+        )
+    told = [f"{count(len(hits), 'passage')}, {view['tokens_used']} of {budget} tokens"]
+    if view["truncated"]:
+        told.append(f"passage {len(hits)} cut to fit")
+    if left_out:
+        told.append(f"{count(left_out, 'lower hit')} left out")
+    return "; ".join(told)
