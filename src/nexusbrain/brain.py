@@ -121,15 +121,18 @@ class Brain:
         *,
         settings: Settings | None = None,
         clock: Clock = utc_now,
+        create: bool = True,
     ) -> Brain:
         """The brain at `db` (a path, or a database URL), else at `settings.db`, else where
-        BRAIN_DB_URL or BRAIN_DB_PATH says, else in the platform data directory. Raises
-        ConfigError for a bad setting, StorageError when the database cannot be opened."""
+        BRAIN_DB_URL or BRAIN_DB_PATH says, else in the platform data directory; made there
+        if it does not exist, unless `create` is false. Raises ConfigError for a bad setting,
+        NotFound for a missing brain not to be made, StorageError when the database cannot
+        be opened."""
         if settings is None:
             chosen = Settings.from_env(db)
         else:
             chosen = settings if db is None else replace(settings, db=db)
-        backend = open_backend(chosen.db, chosen.lexical, chosen.storage)
+        backend = open_backend(chosen.db, chosen.lexical, chosen.storage, create=create)
         try:
             return cls(backend, load_embedder(chosen.embedder), chosen, clock=clock)
         except BaseException:
