@@ -21,6 +21,7 @@ from nexusbrain.envelopes import Envelope
 from nexusbrain.web import markdown
 
 from .conftest import LiveServer, free_port, start_server
+from .test_background_embedding import NOTES, GatedEmbedder, background_brain
 from .test_web import write_compare_files
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -663,3 +664,38 @@ def test_graph_is_drawn_at_phone_size_not_shrunk(live_server: LiveServer, browse
         assert no_horizontal_scroll(phone)
     finally:
         context.close()
+
+
+def test_status_and_search_show_background_embedding(tmp_path: Path, page: Page) -> None:
+    """A slow model (the gated fake) embeds in the background: the status page shows how many
+    chunks have their vectors and follows them to 100%; a search says which hits BM25 alone
+    ranked."""
+    gated = GatedEmbedder()
+    brain = background_brain(tmp_path / "brain.db", gated)
+    settings = ServerSettings(port=free_port())
+    server, thread = start_server(brain, settings)
+    url = f"http://127.0.0.1:{settings.port}"
+    try:
+        brain.ingest_markdown_batch(NOTES)
+        page.goto(f"{url}/app/status")
+        vectors = page.locator("#vectors")
+        expect(vectors).to_contain_text(
+            "0 of 5 chunks have their vectors (0%), embedding in the background"
+        )
+        page.goto(f"{url}/app?q=security+report")
+        expect(page.locator(".hit").first.locator(".rank")).to_contain_text(
+            "(no vector yet: keywords only)"
+        )
+        expect(page.locator("#search-status")).to_contain_text(
+            "Meaning covered 0 of 5 chunks so far"
+        )
+        page.goto(f"{url}/app/status")
+        gated.gate.set()
+        expect(vectors).to_have_text("5 of 5 chunks have their vectors (100%)", timeout=20_000)
+        text = page.locator("main").inner_text()
+        assert "embedded_chunks" not in text
+    finally:
+        gated.gate.set()
+        server.should_exit = True
+        thread.join(timeout=10)
+        brain.close()

@@ -21,7 +21,7 @@ from nexusbrain.captures import capture_records
 from nexusbrain.clock import Clock, utc_now
 from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings import Embedder, load_embedder
-from nexusbrain.embeddings.profiles import centred
+from nexusbrain.embeddings.profiles import centred, embeds_in_background
 from nexusbrain.embeddings.reference import reference_vector
 from nexusbrain.errors import InvalidInput, NotFound
 from nexusbrain.graph import Graph
@@ -47,6 +47,7 @@ from nexusbrain.records import (
     WriteResult,
     WriteStatus,
 )
+from nexusbrain.retrieval.background import BackgroundEmbedder, annotate
 from nexusbrain.retrieval.explain import Explanation, explain
 from nexusbrain.retrieval.hits import with_neighbours
 from nexusbrain.retrieval.modes import PRESETS, SearchConfig
@@ -77,6 +78,8 @@ class EmbedderInfo:
     profile: Profile
     model_id: str | None  # None: lexical only
     dim: int | None
+    embedded_chunks: int | None = None  # chunks with a vector for the model (None: no model)
+    background: bool = False  # writes leave embedding to a background thread
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +104,10 @@ class Brain:
         settings: Settings,
         *,
         clock: Clock = utc_now,
+        background: bool | None = None,
     ) -> None:
+        """`background`: embed in a background thread, not inside each write (by default, when
+        the profile's model is slow: embeddings/profiles.py)."""
         self.settings = settings
         self._backend = backend
         self._store = backend.documents
@@ -113,6 +119,13 @@ class Brain:
             self._store, backend.lexical, settings.lexical, embedder, self._index
         )
         self._graph = Graph(backend.graph, settings.graph, clock)
+        if background is None:
+            background = embeds_in_background(settings.embedder)
+        self._background = (
+            BackgroundEmbedder(self._vectors) if self._vectors and background else None
+        )
+        if self._background is not None:
+            self._background.start()
 
     @classmethod
     def open(
@@ -146,6 +159,8 @@ class Brain:
 
     def close(self) -> None:
         """Stop the worker threads, save the dense index's cache and close the database."""
+        if self._background is not None:
+            self._background.close()
         self._searcher.close()
         if self._index is not None:
             self._index.close()
@@ -277,9 +292,13 @@ class Brain:
 
         follow(root, lambda: self.ingest_dir(root, domain=domain), on_sync, stop=stop)
 
-    def embed_missing(self, progress: Progress | None = None) -> int:
+    def embed_missing(self, progress: Progress | None = None, *, wait: bool = True) -> int:
         """Embed every chunk without a vector for the current model (after a model change or
-        an import). Returns how many were embedded."""
+        an import, or written by a brain that embeds in the background). Returns how many were
+        embedded. With `wait=False`, a brain that embeds in the background leaves them to its
+        thread and returns 0 at once."""
+        if self._background is not None:
+            return self._background.drain(progress) if wait else 0
         return self._vectors.backfill(progress) if self._vectors else 0
 
     def refresh_index(self) -> None:
@@ -300,14 +319,21 @@ class Brain:
         vectors = None
         if self._vectors is not None:
             every = [c for _, chunks in items for c in chunks]
-            hashed, vectors = self._vectors.prepare(every)
+            hashed, vectors = self._vectors.prepare(every, encode=self._background is None)
             items, start = [], 0
             for p in batch:
                 items.append((p.draft, hashed[start : start + len(p.chunks)]))
                 start += len(p.chunks)
         if work is not None:
             return work.write_documents(items, self._clock(), vectors)
-        return self._store.write_documents(items, self._clock(), vectors)
+        results = self._store.write_documents(items, self._clock(), vectors)
+        self._embed_later()
+        return results
+
+    def _embed_later(self) -> None:
+        """After a commit: the background embedder, if any, has chunks to embed."""
+        if self._background is not None:
+            self._background.wake()
 
     def _write_notes(self, batch: Sequence[Prepared]) -> list[WriteResult]:
         """Write markdown notes and the graph edges each states (wikilinks, front-matter
@@ -322,6 +348,7 @@ class Brain:
             now = self._clock()
             for result, edges in zip(results, stated, strict=True):
                 self._sync_edges(work, result, edges, now)
+        self._embed_later()
         return results
 
     def _sync_edges(
@@ -390,9 +417,12 @@ class Brain:
         config: SearchConfig,
     ) -> list[Hit]:
         self._check_query(query, k)
-        return self._searcher.search(
+        hits = self._searcher.search(
             query, k, filters or SearchFilters(), config, best_per_document=best_per_document
         )
+        if self._background is not None and self._index is not None and config.dense:
+            hits = annotate(hits, self._index, self._store, self._background.pending)
+        return hits
 
     def recall(
         self,
@@ -557,10 +587,13 @@ class Brain:
     # whole-brain
 
     def stats(self) -> BrainStats:
-        """Counts, database size, memory use and the embedding model."""
+        """Counts, database size, memory use, the embedding model and how many chunks have
+        its vectors."""
         embedder = self._embedder
+        store = self._store.stats()
+        missing = self._vectors.missing() if self._vectors else 0
         return BrainStats(
-            store=self._store.stats(),
+            store=store,
             db_path=self._backend.describe(),
             rss_bytes=psutil.Process().memory_info().rss,
             version=__version__,
@@ -568,6 +601,8 @@ class Brain:
                 self.settings.embedder,
                 embedder.model_id if embedder else None,
                 embedder.dim if embedder else None,
+                max(0, store.chunks - missing) if embedder else None,
+                self._background is not None,
             ),
         )
 
@@ -590,7 +625,8 @@ class Brain:
     def import_records(
         self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None
     ) -> ImportResult:
-        """Load exported records, then embed the chunks they bring.
+        """Load exported records, then embed the chunks they bring (a brain that embeds in
+        the background leaves them to its thread).
 
         Into an empty brain the records keep their ids; into one with data they are merged
         (storage/exchange.py): documents by path, the newer version current and the older kept
@@ -598,7 +634,8 @@ class Brain:
         one, and Conflict, listing each, where records contradict what is stored; nothing is
         then stored."""
         result = self._store.import_records(records, self.settings.graph.functional_types)
-        self.embed_missing(progress)
+        self.embed_missing(progress, wait=False)
+        self._embed_later()
         return result
 
 

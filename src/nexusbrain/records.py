@@ -197,6 +197,17 @@ class RerankChange:
 
 
 @dataclass(frozen=True, slots=True)
+class DenseCoverage:
+    """Set while some chunks still wait for their vectors (a slow profile embeds in the
+    background): how many chunks the dense list could rank, of how many, and whether this
+    hit's chunk was one of them. If not, BM25 alone ranked it."""
+
+    embedded: int
+    chunks: int
+    has_vector: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Trace:
     """Why a hit ranked where it did."""
 
@@ -208,6 +219,7 @@ class Trace:
     # query terms so common that they only scored chunks holding a rarer query term
     rerank: RerankChange | None = None
     context: str | None = None
+    dense_coverage: DenseCoverage | None = None  # None: every chunk had its vector
 
 
 @dataclass(frozen=True, slots=True)

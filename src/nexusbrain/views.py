@@ -8,7 +8,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from nexusbrain.brain import BrainStats, Recall
+from nexusbrain.brain import BrainStats, EmbedderInfo, Recall
 from nexusbrain.clock import format_time
 from nexusbrain.graph.model import (
     AsOf,
@@ -21,7 +21,15 @@ from nexusbrain.graph.model import (
     Traversal,
 )
 from nexusbrain.ingest.directory import DirectoryReport
-from nexusbrain.records import Chunk, Document, Hit, ImportResult, Trace, WriteResult
+from nexusbrain.records import (
+    Chunk,
+    DenseCoverage,
+    Document,
+    Hit,
+    ImportResult,
+    Trace,
+    WriteResult,
+)
 from nexusbrain.retrieval.explain import Explanation
 
 
@@ -46,7 +54,18 @@ def trace(value: Trace) -> dict[str, Any]:
         out["rerank"] = asdict(value.rerank)
     if value.context is not None:
         out["context"] = value.context
+    if value.dense_coverage is not None:
+        out["dense_coverage"] = asdict(value.dense_coverage)
+        out["note"] = coverage_note(value.dense_coverage)
     return out
+
+
+def coverage_note(value: DenseCoverage) -> str:
+    """In words, for people and agents: the dense list's reach, and this hit's."""
+    reach = f"the dense list covered {value.embedded:,} of {value.chunks:,} chunks"
+    if value.has_vector:
+        return f"{reach} (the rest still wait for their vectors)"
+    return f"this chunk has no vector yet, so BM25 alone ranked it; {reach}"
 
 
 def hit(value: Hit) -> dict[str, Any]:
@@ -149,6 +168,20 @@ def stats(value: BrainStats) -> dict[str, Any]:
         "db_bytes": value.store.db_bytes,
         "rss_bytes": value.rss_bytes,
         "schema_version": value.store.schema_version,
+        **embedder(value.embedder),
+    }
+
+
+def embedder(value: EmbedderInfo) -> dict[str, Any]:
+    """The profile, its model and how many chunks have its vectors (a slow profile embeds in
+    the background, so `embedded_chunks` may trail `chunks` for a while)."""
+    return {
+        "embedder": value.profile.value,
+        "model_id": value.model_id,
+        "embedding": "off"
+        if value.model_id is None
+        else ("background" if value.background else "inline"),
+        "embedded_chunks": value.embedded_chunks,
     }
 
 

@@ -69,6 +69,26 @@ def test_vectors_are_kept_once_per_model_and_text(backend: Backend) -> None:
     assert store.count_missing_vectors("another model") == 2
 
 
+def test_a_chunk_replaced_while_its_vector_was_made_keeps_its_own_hash(backend: Backend) -> None:
+    """A background embedder reads a chunk, embeds it, and stores the vector `as_of` the change
+    seq it read first: a chunk changed since (here its document re-written, and the new chunk
+    given the old one's id) is left without the hash, so it is still listed as missing."""
+    store = backend.documents
+    write(backend, draft(revision="r1"), [chunk("north")])
+    as_of = store.latest_chunk_change()
+    (old_id, text, _, _) = store.chunks_missing_vectors(MODEL, 10)[0]
+    assert text == "north"
+    write(backend, draft(revision="r2"), [chunk("east")])  # replaced meanwhile
+    (new_id, text, _, _) = store.chunks_missing_vectors(MODEL, 10)[0]
+    assert text == "east"
+    store.store_vectors(batch(["north"]), {old_id: "h-north", new_id: "h-north"}, as_of=as_of)
+    assert [row[1] for row in store.chunks_missing_vectors(MODEL, 10)] == ["east"]
+    assert store.known_vector_hashes(MODEL, ["h-north"]) == {"h-north"}  # stored all the same
+    as_of = store.latest_chunk_change()
+    store.store_vectors(batch(["east"]), {new_id: "h-east"}, as_of=as_of)
+    assert store.count_missing_vectors(MODEL) == 0
+
+
 def test_the_dense_index_finds_the_nearest_chunks(backend: Backend) -> None:
     ids = _load(backend)
     index = backend.dense_index(MODEL, DIM, centre=False)

@@ -36,7 +36,7 @@ def run(
     a free one."""
     settings = server_settings(host, port, brain.settings.limits)
     check_bind(settings)
-    embedded = brain.embed_missing()
+    embedded = brain.embed_missing(wait=False)  # a slow profile embeds in the background
     if embedded:
         log.info("embedded %d chunk(s) for %s before serving", embedded, brain.settings.embedder)
     brain.refresh_index()  # the first query does not wait for the index

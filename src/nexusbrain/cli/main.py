@@ -611,7 +611,7 @@ def mcp(ctx: click.Context, log_level: str) -> None:
 
     with contextlib.redirect_stdout(sys.stderr):  # nothing but protocol may reach stdout
         brain = brain_of(ctx, create=True)
-        brain.embed_missing()  # as `serve` does: after a model change or an import
+        brain.embed_missing(wait=False)  # as `serve` does: after a model change or an import
     serve_stdio(brain)
 
 

@@ -109,6 +109,12 @@ def hits(found: Sequence[View], *, explain: bool = False) -> None:
     if not found:
         click.echo("no hits")
         return
+    coverage = found[0]["trace"].get("dense_coverage")
+    if coverage is not None:
+        click.echo(
+            f"note: {coverage['embedded']:,} of {coverage['chunks']:,} chunks have their vectors"
+            " so far; until the rest do, BM25 alone ranks them"
+        )
     for hit in found:
         heading = " > ".join(hit["heading_path"])
         click.echo(
@@ -128,6 +134,9 @@ def _trace(trace: View) -> str:
     lines += [_fusion_line(f, trace["fusion_method"]) for f in trace.get("fusion", ())]
     if trace.get("prf_terms"):
         lines.append(f"     prf terms: {', '.join(trace['prf_terms'])}")
+    coverage = trace.get("dense_coverage")
+    if coverage and not coverage["has_vector"]:
+        lines.append("     dense: no vector yet, ranked by BM25 alone")
     if trace.get("rerank"):
         r = trace["rerank"]
         lines.append(

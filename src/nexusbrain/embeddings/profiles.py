@@ -35,3 +35,11 @@ def load_embedder(profile: Profile) -> Embedder | None:
     from nexusbrain.embeddings.static import StaticEmbedder
 
     return StaticEmbedder(MODELS / "edge", name="edge")
+
+
+def embeds_in_background(profile: Profile) -> bool:
+    """Whether writes leave embedding to a background thread (retrieval/background.py): only
+    for a profile whose model takes longer than a write. The edge model embeds a chunk in
+    ~0.03 ms and the hashing one faster, so they embed inside the write; the quality model takes
+    ~25-50 ms a chunk on two cores (docs/design/embedding.md)."""
+    return profile is Profile.QUALITY

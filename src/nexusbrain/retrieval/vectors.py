@@ -48,11 +48,20 @@ class VectorWriter:
         self.store = store
         self.embedder = embedder
 
-    def prepare(self, chunks: Sequence[ChunkDraft]) -> tuple[list[ChunkDraft], VectorBatch]:
+    def prepare(
+        self, chunks: Sequence[ChunkDraft], *, encode: bool = True
+    ) -> tuple[list[ChunkDraft], VectorBatch]:
+        """The chunks with their text hashes, and the vectors the store lacks. Without
+        `encode` nothing is embedded: a chunk whose text has no vector yet gets no hash, so
+        the store lists it as missing one (`embed_batch` adds both later)."""
         texts = [embed_text(c.text, c.heading_path) for c in chunks]
         hashes = [text_hash(t) for t in texts]
-        hashed = [replace(c, text_hash=h) for c, h in zip(chunks, hashes, strict=True)]
         known = self.store.known_vector_hashes(self.embedder.model_id, list(set(hashes)))
+        if not encode:
+            kept = [h if h in known else None for h in hashes]
+            drafts = [replace(c, text_hash=h) for c, h in zip(chunks, kept, strict=True)]
+            return drafts, self._encode({})
+        hashed = [replace(c, text_hash=h) for c, h in zip(chunks, hashes, strict=True)]
         todo = {h: t for h, t in zip(hashes, texts, strict=True) if h not in known}
         return hashed, self._encode(todo)
 
@@ -63,21 +72,38 @@ class VectorWriter:
             blobs = {h: to_blob(row) for h, row in zip(todo, matrix, strict=True)}
         return VectorBatch(self.embedder.model_id, self.embedder.dim, blobs)
 
+    def missing(self) -> int:
+        """How many live chunks lack a vector for the current model."""
+        return self.store.count_missing_vectors(self.embedder.model_id)
+
+    def embed_batch(self, limit: int) -> int:
+        """Embed up to `limit` chunks that lack a vector, in one transaction; returns how many
+        were looked at (0: none is missing). Texts that have a vector already are not encoded
+        again. A chunk removed or replaced while its batch was embedded is left alone (the
+        store's change log says so), to be looked at again by the next batch."""
+        model = self.embedder.model_id
+        as_of = self.store.latest_chunk_change()  # before the chunks are read
+        rows = self.store.chunks_missing_vectors(model, limit)
+        if not rows:
+            return 0
+        texts = [embed_text(text, heading) for _, text, heading, _ in rows]
+        hashes = {row[0]: text_hash(t) for row, t in zip(rows, texts, strict=True)}
+        known = self.store.known_vector_hashes(model, list(set(hashes.values())))
+        todo = {h: t for h, t in zip(hashes.values(), texts, strict=True) if h not in known}
+        self.store.store_vectors(self._encode(todo), hashes, as_of=as_of)
+        return len(rows)
+
     def backfill(self, progress: Progress | None = None) -> int:
         """Embed every live chunk that lacks a vector for the current model (after a model
         change, or an import). Returns how many chunks were embedded."""
-        total = self.store.count_missing_vectors(self.embedder.model_id)
+        total = self.missing()
         if total:
             log.info(
                 "embedding %d chunk(s) that have no vector for %s", total, self.embedder.model_id
             )
         done = 0
-        while rows := self.store.chunks_missing_vectors(self.embedder.model_id, REEMBED_BATCH):
-            texts = [embed_text(text, heading) for _, text, heading, _ in rows]
-            hashes = {row[0]: text_hash(t) for row, t in zip(rows, texts, strict=True)}
-            batch = self._encode(dict(zip(hashes.values(), texts, strict=True)))
-            self.store.store_vectors(batch, hashes)
-            done += len(rows)
+        while embedded := self.embed_batch(REEMBED_BATCH):
+            done += embedded
             if progress:
                 progress("embedding", min(done, total), total)
         return done

@@ -126,8 +126,13 @@ class DocumentStore(DocumentWrites, Protocol):
 
     def count_missing_vectors(self, model: str) -> int: ...
 
-    def store_vectors(self, vectors: VectorBatch, hashes: Mapping[int, str]) -> None:
-        """Vectors for existing chunks (after a model change), with the chunks' text hashes."""
+    def store_vectors(
+        self, vectors: VectorBatch, hashes: Mapping[int, str], *, as_of: int | None = None
+    ) -> None:
+        """Vectors for existing chunks (after a model change, or written without one), with
+        the chunks' text hashes. With `as_of`, a change seq read before the chunks were, a
+        chunk changed after it (removed, or its id reused by a new chunk) keeps its hash: the
+        text embedded may no longer be its text. The vectors are stored all the same."""
         ...
 
     # everything else

@@ -432,11 +432,12 @@ class SQLiteStore:
             with self.transaction() as conn:
                 vector_sql.mark_covered(conn, model, latest)
 
-    def store_vectors(self, vectors: VectorBatch, hashes: Mapping[int, str]) -> None:
-        """Vectors for existing chunks (after a model change), with the chunks' text hashes."""
+    def store_vectors(
+        self, vectors: VectorBatch, hashes: Mapping[int, str], *, as_of: int | None = None
+    ) -> None:
         with self.transaction() as conn:
             vector_sql.put_vectors(conn, vectors)
-            vector_sql.set_hashes(conn, hashes)
+            vector_sql.set_hashes(conn, hashes, as_of)
 
     def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:
         where, params = filter_sql(filters)

@@ -229,9 +229,16 @@ def missing_vectors(
     return [(r[0], r[1], r[2].split("\x1f") if r[2] else [], r[3]) for r in rows]
 
 
-def set_hashes(conn: sqlite3.Connection, hashes: Mapping[int, str]) -> None:
+def set_hashes(conn: sqlite3.Connection, hashes: Mapping[int, str], as_of: int | None) -> None:
+    """Set chunks' text hashes; with `as_of`, not for chunks changed after that seq (inside
+    the caller's write transaction, so no change can come between the check and the update)."""
+    changed: set[int] = set()
+    if as_of is not None:
+        rows = conn.execute("SELECT chunk_id FROM chunk_changes WHERE seq > ?", (as_of,))
+        changed = {row[0] for row in rows}
     conn.executemany(
-        "UPDATE chunks SET text_hash = ? WHERE id = ?", [(h, c) for c, h in hashes.items()]
+        "UPDATE chunks SET text_hash = ? WHERE id = ?",
+        [(h, c) for c, h in hashes.items() if c not in changed],
     )
 
 

@@ -53,7 +53,8 @@
   function render(body, params) {
     const stems = NB.terms(params.q);
     const count = body.hits.length;
-    status.textContent = count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "";
+    const coverage = count ? body.hits[0].trace.dense_coverage : null;
+    status.textContent = (count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "") + (coverage ? ` ${coverageText(coverage)}` : "");
     results.replaceChildren(...(count ? body.hits.map((hit) => hitItem(hit, stems, params)) : [noHits(params)]));
   }
 
@@ -77,7 +78,13 @@
   function rankText(hit) {
     const lists = hit.trace.retrievers.filter((r) => r.rank).map((r) => `${LISTS[r.retriever] || r.retriever} #${r.rank}`);
     const rerank = hit.trace.rerank ? `, reranked from #${hit.trace.rerank.rank_before}` : "";
-    return `#${hit.rank}${lists.length ? ` · ${lists.join(", ")}` : ""}${rerank}`;
+    const pending = hit.trace.dense_coverage && !hit.trace.dense_coverage.has_vector ? " (no vector yet: keywords only)" : "";
+    return `#${hit.rank}${lists.length ? ` · ${lists.join(", ")}` : ""}${rerank}${pending}`;
+  }
+
+  /** While a slow model embeds in the background: how far the meaning list reached. */
+  function coverageText(c) {
+    return `· Meaning covered ${c.embedded.toLocaleString("en")} of ${c.chunks.toLocaleString("en")} chunks so far: the others are found by keywords alone until their vectors are made.`;
   }
 
   /** The hit's text around its first query term, as rendered markdown with the terms marked. */

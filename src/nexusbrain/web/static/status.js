@@ -55,6 +55,24 @@
     ];
   }
 
+  /** "1,234 of 5,762 chunks (21%), embedding in the background": how far the model has got.
+      Returns whether chunks still wait for their vectors. */
+  function vectors(stats) {
+    const cell = document.getElementById("vectors");
+    if (!cell || stats.embedded_chunks === null || stats.embedded_chunks === undefined) return false;
+    const done = stats.embedded_chunks;
+    const total = stats.chunks;
+    const waiting = done < total;
+    const percent = total ? Math.floor((100 * done) / total) : 100;
+    const how = waiting
+      ? (stats.embedding === "background" ? ", embedding in the background: until then keyword search covers the rest" : ": the rest are embedded on the next ingest-dir, import or serve")
+      : "";
+    cell.replaceChildren(
+      h("meter", { min: 0, max: Math.max(total, 1), value: done, "aria-hidden": "true" }),
+      h("span", {}, `${done.toLocaleString("en")} of ${total.toLocaleString("en")} chunks have their vectors (${percent}%)${how}`));
+    return waiting && stats.embedding === "background";
+  }
+
   async function load() {
     try {
       const stats = await NB.api("/stats");
@@ -68,7 +86,9 @@
         ["Version", `${stats.version} (schema ${stats.schema_version})`],
       ]));
       if (stats.envelope) document.getElementById("envelope").replaceChildren(...envelope(stats.envelope));
+      const waiting = vectors(stats);
       status.textContent = "";
+      if (waiting) setTimeout(load, 5000); // until every chunk has its vector
     } catch (error) {
       NB.fail(status, error);
     }

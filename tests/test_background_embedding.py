@@ -1,0 +1,240 @@
+"""Embedding in the background (retrieval/background.py), on a real brain: writes return before
+their vectors exist, search ranks those chunks by BM25 and says so, the vectors then arrive and
+the dense list covers them; close() stops the thread, and chunks a killed process left without
+vectors are embedded by the next one. The slow model is a fake: the hashing embedder behind a
+gate that the test opens."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from nexusbrain import storage, views
+from nexusbrain.brain import Brain
+from nexusbrain.cli import render
+from nexusbrain.config import Profile, Settings
+from nexusbrain.embeddings.base import Vectors
+from nexusbrain.embeddings.hashing import HashingEmbedder
+from nexusbrain.records import Hit, MarkdownNote
+from nexusbrain.retrieval.background import BackgroundEmbedder
+from nexusbrain.retrieval.vectors import VectorWriter
+
+THREAD = "nexusbrain-embedder"
+
+
+class GatedEmbedder(HashingEmbedder):
+    """The hashing embedder, except that the background embedder's thread waits until the gate
+    opens: a model as slow as the test wants. Queries, encoded on the searching thread, are
+    answered at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.entered = threading.Event()  # a batch reached the gate
+        self.encoded = 0  # texts the background thread encoded
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        if threading.current_thread().name == THREAD:
+            self.entered.set()
+            self.gate.wait()
+            self.encoded += len(texts)
+        return super().encode(texts)
+
+
+def background_brain(db: Path, embedder: HashingEmbedder) -> Brain:
+    settings = Settings(db=db, embedder=Profile.HASHING)
+    return Brain(storage.open(settings.db, settings.lexical), embedder, settings, background=True)
+
+
+@pytest.fixture
+def gated() -> GatedEmbedder:
+    return GatedEmbedder()
+
+
+@pytest.fixture
+def slow_brain(tmp_path: Path, gated: GatedEmbedder) -> Iterator[Brain]:
+    brain = background_brain(tmp_path / "brain.db", gated)
+    yield brain
+    gated.gate.set()  # let a batch in hand finish, so that close() can stop the thread
+    brain.close()
+
+
+NOTES = [
+    MarkdownNote(f"# Note {i}\n\nThe {word} report for week {i} is ready.", uri=f"note-{i}")
+    for i, word in enumerate(["budget", "hiring", "travel", "security", "roadmap"])
+]
+
+
+def eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def retrievers(hit: Hit) -> set[str]:
+    return {r.retriever for r in hit.trace.retrievers}
+
+
+def embedder_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == THREAD]
+
+
+def test_writes_do_not_wait_and_search_says_bm25_until_the_vectors_arrive(
+    slow_brain: Brain, gated: GatedEmbedder
+) -> None:
+    slow_brain.ingest_markdown_batch(NOTES)  # returns although no vector can be made yet
+    stats = slow_brain.stats()
+    assert stats.store.chunks == 5
+    assert stats.embedder.background and stats.embedder.embedded_chunks == 0
+    assert views.stats(stats)["embedding"] == "background"
+
+    hits = slow_brain.search("security report", k=3)
+    assert hits[0].uri == "note-3"
+    assert retrievers(hits[0]) == {"bm25"}  # the dense list had nothing to rank
+    coverage = hits[0].trace.dense_coverage
+    assert coverage is not None and not coverage.has_vector
+    assert (coverage.embedded, coverage.chunks) == (0, 5)
+    trace = views.hit(hits[0])["trace"]
+    assert trace["dense_coverage"] == {"embedded": 0, "chunks": 5, "has_vector": False}
+    assert "BM25 alone" in trace["note"] and "0 of 5 chunks" in trace["note"]
+
+    gated.gate.set()
+    eventually(lambda: slow_brain.stats().embedder.embedded_chunks == 5)
+    hits = slow_brain.search("security report", k=3)
+    assert hits[0].uri == "note-3"
+    assert retrievers(hits[0]) == {"bm25", "dense"}  # the next search sees the vectors
+    assert all(h.trace.dense_coverage is None for h in hits)
+    assert gated.encoded == 5
+
+
+def test_a_chunk_written_later_is_embedded_too_and_known_text_is_not_embedded_again(
+    slow_brain: Brain, gated: GatedEmbedder
+) -> None:
+    gated.gate.set()
+    slow_brain.ingest_markdown_batch(NOTES[:2])
+    eventually(lambda: slow_brain.stats().embedder.embedded_chunks == 2)
+    slow_brain.add_memory("The travel report for week 2 is ready.")  # new text
+    slow_brain.ingest_markdown(NOTES[0].content, uri="copy-of-note-0")  # known text
+    eventually(lambda: slow_brain.stats().embedder.embedded_chunks == 4)
+    assert gated.encoded == 3
+
+
+def test_embed_missing_waits_for_every_vector(slow_brain: Brain, gated: GatedEmbedder) -> None:
+    slow_brain.ingest_markdown_batch(NOTES)
+    assert slow_brain.embed_missing(wait=False) == 0  # left to the thread
+    gated.gate.set()
+    slow_brain.embed_missing()
+    assert slow_brain.stats().embedder.embedded_chunks == 5
+
+
+def test_close_stops_the_thread_after_storing_the_batch_in_hand(
+    tmp_path: Path, gated: GatedEmbedder
+) -> None:
+    db = tmp_path / "brain.db"
+    brain = background_brain(db, gated)
+    assert len(embedder_threads()) == 1
+    brain.ingest_markdown_batch(NOTES)
+    assert gated.entered.wait(10)
+    closing = threading.Thread(target=brain.close)
+    closing.start()
+    closing.join(0.3)
+    assert closing.is_alive()  # close() waits for the batch the thread holds...
+    gated.gate.set()
+    closing.join(10)
+    assert not closing.is_alive() and embedder_threads() == []
+    with Brain.open(settings=Settings(db=db, embedder=Profile.HASHING)) as again:
+        assert again.stats().embedder.embedded_chunks == 5  # ...and stores it
+
+
+CHILD = """
+import sys, threading
+from nexusbrain import storage
+from nexusbrain.brain import Brain
+from nexusbrain.config import Profile, Settings
+from nexusbrain.embeddings.hashing import HashingEmbedder
+
+class Stuck(HashingEmbedder):
+    def encode(self, texts):
+        if threading.current_thread() is not threading.main_thread():
+            threading.Event().wait()  # the model never finishes a batch
+        return super().encode(texts)
+
+settings = Settings(db=sys.argv[1], embedder=Profile.HASHING)
+brain = Brain(storage.open(settings.db, settings.lexical), Stuck(), settings, background=True)
+for i in range(20):
+    brain.ingest_markdown(f"# Note {i}\\n\\nNote number {i} of the crash test.", uri=f"n-{i}")
+print("written", flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_restart_embeds_what_a_killed_process_left(tmp_path: Path) -> None:
+    db = tmp_path / "brain.db"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "written"
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(30) == -signal.SIGKILL
+    embedder = HashingEmbedder()
+    with background_brain(db, embedder) as brain:
+        eventually(lambda: brain.stats().embedder.embedded_chunks == 20)
+        hits = brain.search("note number 7", k=1)
+        assert hits[0].uri == "n-7" and "dense" in retrievers(hits[0])
+        assert hits[0].trace.dense_coverage is None
+
+
+def test_a_failing_batch_is_retried_and_the_thread_goes_on(tmp_path: Path) -> None:
+    class Flaky(HashingEmbedder):
+        """Fails its first batch, as a model out of memory would."""
+
+        failures = 1
+
+        def encode(self, texts: Sequence[str]) -> Vectors:
+            if self.failures:
+                self.failures -= 1
+                raise RuntimeError("out of memory")
+            return super().encode(texts)
+
+    settings = Settings(db=tmp_path / "brain.db", embedder=Profile.NONE)
+    with Brain.open(settings=settings) as lexical_only:  # chunks without any vector
+        lexical_only.ingest_markdown_batch(NOTES)
+    backend = storage.open(settings.db, settings.lexical)
+    vectors = VectorWriter(backend.documents, Flaky())
+    worker = BackgroundEmbedder(vectors, batch=2, idle_seconds=0.05)
+    worker.start()
+    eventually(lambda: vectors.missing() == 0)
+    assert worker.running and worker.missing == 0
+    worker.close()
+    assert not worker.running
+    backend.close()
+
+
+def test_the_edge_and_hashing_profiles_embed_inside_the_write(brain: Brain) -> None:
+    brain.ingest_markdown_batch(NOTES)
+    stats = brain.stats()
+    assert not stats.embedder.background
+    assert stats.embedder.embedded_chunks == stats.store.chunks == 5
+    assert views.stats(stats)["embedding"] == "inline"
+    assert embedder_threads() == []
+
+
+def test_the_cli_says_which_hits_bm25_alone_ranked(
+    slow_brain: Brain, capsys: pytest.CaptureFixture[str]
+) -> None:
+    slow_brain.ingest_markdown_batch(NOTES)
+    render.hits([views.hit(h) for h in slow_brain.search("security report", k=2)], explain=True)
+    out = capsys.readouterr().out
+    assert out.startswith("note: 0 of 5 chunks have their vectors so far;")
+    assert "dense: no vector yet, ranked by BM25 alone" in out
+    render.stats(views.stats(slow_brain.stats()))
+    out = capsys.readouterr().out
+    assert "embedded_chunks: 0" in out and "embedding: background" in out
