@@ -174,6 +174,14 @@ class LexicalIndex(Protocol):
         best_per_document: bool = False,
     ) -> LexicalHits: ...
 
+    def scores(
+        self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
+    ) -> dict[int, float]:
+        """The BM25 score of each of these chunks for the terms (0.0 when it holds none of
+        them), or with `per_document`, of the best chunk of each of their documents (keyed by
+        document id): what fusion gives a candidate that another retriever found."""
+        ...
+
 
 class DenseIndex(Protocol):
     """Nearest chunks to a query vector, for one embedding model. Similarities are cosines

@@ -101,6 +101,14 @@ class SQLiteLexicalIndex:
             raise StorageError(f"lexical search failed for {list(terms)!r}: {exc}") from exc
         return LexicalHits(found)
 
+    def scores(
+        self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
+    ) -> dict[int, float]:
+        try:
+            return self._scorer.scores(terms, chunk_ids, per_document=per_document)
+        except sqlite3.OperationalError as exc:
+            raise StorageError(f"lexical scoring failed for {list(terms)!r}: {exc}") from exc
+
     @contextmanager
     def read(self) -> Iterator[_Read]:
         """A read of the index: its own read transaction, unless the connection is already
