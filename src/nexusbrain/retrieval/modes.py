@@ -34,6 +34,12 @@ class SearchConfig:
         )
     )
     prf_config: PRFConfig = field(default_factory=PRFConfig)
+    # Z-score fusion: the lowest z a list can give. The edge model's cosine for a chunk it
+    # did not rank is weak evidence against it, so a dense list lifts candidates but sinks
+    # one at most to about its own 100th hit (whose z is near -1 for every query).
+    min_z: MappingProxyType[str, float] = field(
+        default_factory=lambda: MappingProxyType({"dense": -1.0, "dense_prf": -1.0})
+    )
     min_relative_score: float = 0.0  # drop hits whose fused score < this × the best one
     neighbours: int = 0  # recall: add this many chunks before/after each hit, as context
     graph: bool = False  # recall: add graph context for entities in the top hits
@@ -42,9 +48,7 @@ class SearchConfig:
 
 PRESETS: MappingProxyType[SearchMode, SearchConfig] = MappingProxyType(
     {
-        SearchMode.CONSERVATIVE: SearchConfig(
-            k=5, fusion="rrf", min_relative_score=0.5, budget_tokens=1000
-        ),
+        SearchMode.CONSERVATIVE: SearchConfig(k=5, min_relative_score=0.5, budget_tokens=1000),
         SearchMode.BALANCED: SearchConfig(),
         SearchMode.TOKENMAX: SearchConfig(
             k=20, prf=True, neighbours=1, graph=True, budget_tokens=6000

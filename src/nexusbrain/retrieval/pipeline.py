@@ -149,17 +149,19 @@ class Searcher:
             lists["bm25"] = lexical.result()
             lists["dense"] = dense
         expansion: list[str] = []
+        worded = {"bm25": terms}  # the words of each lexical list
         feedback = lists["bm25"][: config.prf_config.feedback_docs] if config.prf else []
         if feedback:
             expansion = self._expansion_terms(feedback, terms, config)
             if expansion:
+                worded["bm25_prf"] = terms + expansion
                 lists["bm25_prf"] = self._bm25(terms + expansion, depth, filters, best_per_document)
             if index is not None:
                 probes["dense_prf"] = self._rocchio(probes["dense"], feedback, config)
                 lists["dense_prf"] = index.search(
                     probes["dense_prf"], depth, filters, best_per_document=best_per_document
                 )
-        fused = self._fuse(lists, probes, config)
+        fused = self._fuse(lists, probes, worded, config, depth)
         return Ranked(lists, fused, tuple(expansion))
 
     def _bm25(
@@ -190,7 +192,9 @@ class Searcher:
         self,
         lists: Mapping[str, list[Scored]],
         probes: Mapping[str, np.ndarray],
+        worded: Mapping[str, list[str]],
         config: SearchConfig,
+        depth: int,
     ) -> list[Fused]:
         """RRF or z-score fusion over chunk ids; with best-per-document lists, over document
         ids, so that a document found through different chunks by different retrievers gets
@@ -202,7 +206,9 @@ class Searcher:
             fused = rrf(ids, config.weights, config.rrf_k)
         else:
             scored = {name: [(key(s), s.score) for s in found] for name, found in lists.items()}
-            fused = zscore(scored, config.weights, self._dense_scores(lists, probes, per_document))
+            extra = self._dense_scores(lists, probes, per_document)
+            extra.update(self._lexical_scores(lists, worded, per_document))
+            fused = zscore(scored, config.weights, extra, positions=depth, min_z=config.min_z)
         if not per_document:
             return fused
         shown: dict[int, tuple[int, str, int]] = {}  # document -> (rank, list name, chunk)
@@ -228,6 +234,27 @@ class Searcher:
             name: self.index.scores(probe, chunks, per_document=per_document)
             for name, probe in probes.items()
         }
+
+    def _lexical_scores(
+        self,
+        lists: Mapping[str, list[Scored]],
+        worded: Mapping[str, list[str]],
+        per_document: bool,
+    ) -> dict[str, dict[int, float]]:
+        """For z-score fusion: each lexical list's real BM25 score for the candidates it did
+        not rank. Without it a candidate only the dense list found would take BM25's lowest
+        listed score, as if it held the query's words as well as BM25's 100th hit does, and
+        push BM25's own lower ranks out of the fused top."""
+        key = _doc if per_document else _chunk
+        out: dict[str, dict[int, float]] = {}
+        for name, terms in worded.items():
+            listed = {key(s) for s in lists.get(name, [])}
+            missing = sorted(
+                {s.chunk_id for results in lists.values() for s in results if key(s) not in listed}
+            )
+            if missing:
+                out[name] = self.lexical.scores(terms, missing, per_document=per_document)
+        return out
 
 
 def _per_document(lists: Mapping[str, list[Scored]]) -> bool:
