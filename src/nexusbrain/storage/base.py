@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -154,9 +154,12 @@ class DocumentStore(DocumentWrites, Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LexicalHits:
-    """A BM25 list, best first."""
+    """A BM25 list, best first; each query token's weight in it, idf × (1 + ln q) for a
+    token said q times; and `rarest`, the idf of a token no chunk holds (the largest)."""
 
     scored: list[Scored]
+    weights: Mapping[str, float] = field(default_factory=dict)
+    rarest: float = 0.0
 
 
 class LexicalIndex(Protocol):

@@ -96,10 +96,9 @@ class SQLiteLexicalIndex:
         best_per_document: bool = False,
     ) -> LexicalHits:
         try:
-            found = self._scorer.search(terms, k, filters, best_per_document=best_per_document)
+            return self._scorer.search(terms, k, filters, best_per_document=best_per_document)
         except sqlite3.OperationalError as exc:
             raise StorageError(f"lexical search failed for {list(terms)!r}: {exc}") from exc
-        return LexicalHits(found)
 
     def scores(
         self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
