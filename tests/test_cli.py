@@ -145,3 +145,25 @@ def test_a_read_of_a_mistyped_db_says_no_brain_is_there_and_makes_none(
     assert not typo.parent.exists()
     made = CliRunner().invoke(cli, ["--db", str(typo), "add", "the first memory"])
     assert made.exit_code == 0 and typo.exists()
+
+
+def test_every_command_but_six_takes_json_as_the_readme_says() -> None:
+    def leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+        found: dict[str, click.Command] = {}
+        context = click.Context(group)
+        for name in group.list_commands(context):
+            command = group.get_command(context, name)
+            assert command is not None
+            if isinstance(command, click.Group):
+                found |= leaves(command, f"{prefix}{name} ")
+            else:
+                found[prefix + name] = command
+        return found
+
+    assert isinstance(cli, click.Group)
+    without = {
+        name
+        for name, command in leaves(cli).items()
+        if not any("--json" in p.opts for p in command.params)
+    }
+    assert without == {"export", "eval captures", "eval compare", "eval scaffold", "serve", "mcp"}

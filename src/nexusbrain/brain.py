@@ -46,6 +46,7 @@ from nexusbrain.records import (
     StoreStats,
     WriteResult,
     WriteStatus,
+    json_problem,
 )
 from nexusbrain.retrieval.background import BackgroundEmbedder, annotate
 from nexusbrain.retrieval.explain import Explanation, explain
@@ -308,6 +309,9 @@ class Brain:
             self._index.refresh()
 
     def _checked_text(self, text: str, field: str) -> str:
+        problem = json_problem({field: text})  # a lone surrogate cannot be stored as UTF-8
+        if problem:
+            raise InvalidInput(problem)
         return decode_utf8(text.encode("utf-8"), field, self.settings.limits.max_document_bytes)
 
     def _write_batch(

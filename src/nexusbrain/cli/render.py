@@ -104,12 +104,14 @@ def _where(hit: View) -> str:
     return f"{hit['uri']}:{f'{start}-{end}' if end != start else start}"
 
 
-def hits(found: Sequence[View], *, explain: bool = False) -> None:
-    """A search's hits (views.hit), one heading line and a snippet each."""
-    if not found:
+def hits(found: Sequence[View], *, explain: bool = False, match: str | None = None) -> None:
+    """A search's hits (views.hit), one heading line and a snippet each, after how good a
+    match they are (the view's `match`)."""
+    if match:
+        click.echo(match)
+    elif not found:
         click.echo("no hits")
-        return
-    coverage = found[0]["trace"].get("dense_coverage")
+    coverage = found[0]["trace"].get("dense_coverage") if found else None
     if coverage is not None:
         click.echo(
             f"note: {coverage['embedded']:,} of {coverage['chunks']:,} chunks have their vectors"
@@ -160,6 +162,8 @@ def _fusion_line(f: View, method: str) -> str:
 def recall(result: View) -> None:
     """A recall (views.recall): what it holds, then the hits, each with its citation."""
     click.echo(f"{recall_summary(result)}.")
+    if result.get("match"):
+        click.echo(result["match"])
     for hit in result["hits"]:
         cut = ", cut to fit" if hit["truncated"] else ""
         click.echo(f"\n[{hit['rank']}] {_where(hit)} (revision {hit['revision'][:12]}{cut})")
@@ -217,6 +221,7 @@ _VERDICTS = {
     "filtered": "a filter excludes it",
     "not_a_candidate": "no retriever ranked it within the search's depth",
     "below_floor": "its fused score is under the mode's share of the best one",
+    "withheld": "the mode returns nothing when nothing matches well, and this search did not",
     "below_k": "it ranked below the top k",
 }
 
