@@ -19,12 +19,15 @@ import pytest
 from nexusbrain import storage, views
 from nexusbrain.brain import Brain
 from nexusbrain.cli import render
-from nexusbrain.config import Profile, Settings
+from nexusbrain.cli.eval_targets import BrainTarget
+from nexusbrain.config import Profile, ServerSettings, Settings
 from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.hashing import HashingEmbedder
 from nexusbrain.records import Hit, MarkdownNote
 from nexusbrain.retrieval.background import BackgroundEmbedder
 from nexusbrain.retrieval.vectors import VectorWriter
+
+from .conftest import LiveServer, free_port, start_server
 
 THREAD = "nexusbrain-embedder"
 
@@ -64,6 +67,15 @@ def slow_brain(tmp_path: Path, gated: GatedEmbedder) -> Iterator[Brain]:
     yield brain
     gated.gate.set()  # let a batch in hand finish, so that close() can stop the thread
     brain.close()
+
+
+@pytest.fixture
+def slow_server(slow_brain: Brain) -> Iterator[LiveServer]:
+    settings = ServerSettings(port=free_port())
+    server, thread = start_server(slow_brain, settings)
+    yield LiveServer(f"http://127.0.0.1:{settings.port}", slow_brain)
+    server.should_exit = True
+    thread.join(timeout=10)
 
 
 NOTES = [
@@ -238,3 +250,34 @@ def test_the_cli_says_which_hits_bm25_alone_ranked(
     render.stats(views.stats(slow_brain.stats()))
     out = capsys.readouterr().out
     assert "embedded_chunks: 0" in out and "embedding: background" in out
+
+
+def test_http_stats_and_search_show_the_progress(
+    slow_server: LiveServer, gated: GatedEmbedder
+) -> None:
+    with slow_server.client() as client:
+        batch = [{"title": f"Note {i}", "content": n.content} for i, n in enumerate(NOTES)]
+        assert client.post("/ingest/markdown/batch", json={"documents": batch}).status_code == 200
+        stats = client.get("/stats").json()
+        assert (stats["chunks"], stats["embedded_chunks"]) == (5, 0)
+        assert stats["embedding"] == "background"
+        hit = client.get("/search", params={"q": "security report", "k": 2}).json()["hits"][0]
+        assert hit["title"] == "Note 3"
+        assert hit["trace"]["dense_coverage"] == {"embedded": 0, "chunks": 5, "has_vector": False}
+        assert hit["trace"]["note"].startswith("this chunk has no vector yet, so BM25 alone")
+        gated.gate.set()
+        eventually(lambda: client.get("/stats").json()["embedded_chunks"] == 5)
+        hit = client.get("/search", params={"q": "security report", "k": 2}).json()["hits"][0]
+        assert "dense_coverage" not in hit["trace"] and "note" not in hit["trace"]
+        assert {r["retriever"] for r in hit["trace"]["retrievers"]} == {"bm25", "dense"}
+
+
+def test_an_evaluation_scores_the_brain_with_every_vector(
+    slow_brain: Brain, gated: GatedEmbedder
+) -> None:
+    """The in-process eval target waits for the vectors after adding its corpus, so a slow
+    profile is scored on its dense list, not on whatever part of it was ready (here the
+    thread's first batch is held at the gate for a while)."""
+    threading.Timer(0.3, gated.gate.set).start()
+    BrainTarget(slow_brain).add_markdown([(n.uri or "", "", n.content) for n in NOTES])
+    assert slow_brain.stats().embedder.embedded_chunks == 5

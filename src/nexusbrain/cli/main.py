@@ -481,7 +481,10 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
     from nexusbrain import views
     from nexusbrain.jsonlines import parse_lines
 
-    result = views.import_result(brain_of(ctx, create=True).import_records(parse_lines(source)))
+    brain = brain_of(ctx, create=True)
+    with render.Bars(not as_json) as bars:
+        result = views.import_result(brain.import_records(parse_lines(source), bars))
+        brain.embed_missing(bars)  # a slow profile's vectors too, before the command ends
     if as_json:
         emit(result)
     else:

@@ -84,11 +84,14 @@ class BackgroundEmbedder:
     def drain(self, progress: Progress | None = None) -> int:
         """Embed every chunk still without a vector now, in the caller's thread (the worker
         waits meanwhile). Returns how many were embedded."""
-        total, done = self._count(), 0
-        while embedded := self._step():
-            done += embedded
-            if progress:
-                progress("embedding", min(done, total), max(total, done))
+        with self._lock:
+            total, done = self._count(), 0
+            while embedded := self._vectors.embed_batch(self._batch):
+                done += embedded
+                self._missing = max(0, total - done)
+                if progress:
+                    progress("embedding", min(done, total), max(total, done))
+            self._count()
         return done
 
     def close(self, timeout: float | None = None) -> None:
@@ -116,7 +119,7 @@ class BackgroundEmbedder:
 
     def _step(self) -> int:
         with self._lock:
-            if self._stop.is_set() and threading.current_thread() is self._thread:
+            if self._stop.is_set():
                 return 0
             embedded = self._vectors.embed_batch(self._batch)
         if not embedded or time.monotonic() - self._counted_at > RECOUNT_SECONDS:
