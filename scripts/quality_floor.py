@@ -112,6 +112,7 @@ def token_lengths(texts: Sequence[str]) -> list[int]:
 
     tokenizer = Tokenizer.from_file(str(MODELS / "minilm" / "tokenizer.json"))
     tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.no_padding()  # the file pads to 128
     return [len(e.ids) for e in tokenizer.encode_batch(list(texts))]
 
 

@@ -221,7 +221,7 @@ def test_a_failing_batch_is_retried_and_the_thread_goes_on(tmp_path: Path) -> No
         lexical_only.ingest_markdown_batch(NOTES)
     backend = storage.open(settings.db, settings.lexical)
     vectors = VectorWriter(backend.documents, Flaky())
-    worker = BackgroundEmbedder(vectors, batch=2, idle_seconds=0.05)
+    worker = BackgroundEmbedder(vectors, window=4, group=2, idle_seconds=0.05)
     worker.start()
     eventually(lambda: vectors.missing() == 0)
     assert worker.running and worker.missing == 0

@@ -22,6 +22,7 @@ from nexusbrain.storage.base import DocumentStore
 log = logging.getLogger(__name__)
 
 REEMBED_BATCH = 2048
+MissingRow = tuple[int, str, Sequence[str], str]  # chunk id, text, heading path, context
 
 
 def embed_text(text: str, heading_path: Sequence[str]) -> str:
@@ -76,22 +77,30 @@ class VectorWriter:
         """How many live chunks lack a vector for the current model."""
         return self.store.count_missing_vectors(self.embedder.model_id)
 
-    def embed_batch(self, limit: int) -> int:
-        """Embed up to `limit` chunks that lack a vector, in one transaction; returns how many
-        were looked at (0: none is missing). Texts that have a vector already are not encoded
-        again. A chunk removed or replaced while its batch was embedded is left alone (the
-        store's change log says so), to be looked at again by the next batch."""
+    def missing_rows(self, limit: int) -> tuple[int, list[MissingRow]]:
+        """Up to `limit` live chunks that lack a vector, with the change seq read just before
+        them (for `embed_rows`)."""
+        as_of = self.store.latest_chunk_change()
+        return as_of, self.store.chunks_missing_vectors(self.embedder.model_id, limit)
+
+    def embed_rows(self, rows: Sequence[MissingRow], as_of: int) -> int:
+        """Embed these chunks (from `missing_rows`) and store their vectors in one transaction;
+        returns how many were looked at. Texts that have a vector already are not encoded
+        again. A chunk removed or replaced since `as_of` is left alone (the store's change log
+        says so), to be looked at again later."""
         model = self.embedder.model_id
-        as_of = self.store.latest_chunk_change()  # before the chunks are read
-        rows = self.store.chunks_missing_vectors(model, limit)
-        if not rows:
-            return 0
         texts = [embed_text(text, heading) for _, text, heading, _ in rows]
         hashes = {row[0]: text_hash(t) for row, t in zip(rows, texts, strict=True)}
         known = self.store.known_vector_hashes(model, list(set(hashes.values())))
         todo = {h: t for h, t in zip(hashes.values(), texts, strict=True) if h not in known}
         self.store.store_vectors(self._encode(todo), hashes, as_of=as_of)
         return len(rows)
+
+    def embed_batch(self, limit: int) -> int:
+        """Embed up to `limit` chunks that lack a vector, in one transaction; returns how many
+        were looked at (0: none is missing)."""
+        as_of, rows = self.missing_rows(limit)
+        return self.embed_rows(rows, as_of) if rows else 0
 
     def backfill(self, progress: Progress | None = None) -> int:
         """Embed every live chunk that lacks a vector for the current model (after a model
