@@ -203,9 +203,10 @@ def test_each_route_declares_the_errors_it_can_answer(spec: dict[str, Any]) -> N
     assert statuses("get", "/health") == {"200", "400", "403", "421", "429"}  # no 401
     assert statuses("get", "/version") == {"200", *guard}
     body, writes = {"413", "415", "422"}, {"503", "507"}
-    for path in ("/add", "/ingest/markdown", "/ingest/markdown/batch", "/import", "/recall"):
+    for path in ("/add", "/ingest/markdown", "/ingest/markdown/batch", "/recall"):
         assert statuses("post", path) == {"200", *guard, *body, *writes}, path
-    assert statuses("post", "/ingest") == {"200", "409", *guard, *body, *writes}
+    for path in ("/ingest", "/import"):
+        assert statuses("post", path) == {"200", "409", *guard, *body, *writes}, path
     assert statuses("get", "/search") == {"200", "422", *guard, *writes}
     assert statuses("delete", "/documents/{document_id}") == {
         "200",

@@ -123,7 +123,10 @@ def _system_routes(app: FastAPI, brain: Brain, monitor: Monitor) -> None:
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
     @app.post(
-        "/import", tags=["system"], openapi_extra=NDJSON_BODY, **answers(ImportOut, *BODY, *WRITES)
+        "/import",
+        tags=["system"],
+        openapi_extra=NDJSON_BODY,
+        **answers(ImportOut, 409, *BODY, *WRITES),
     )
     async def import_(request: Request) -> dict[str, Any]:
         records = [record async for record in _ndjson(request)]

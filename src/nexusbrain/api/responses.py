@@ -69,10 +69,19 @@ class StatsOut(Out):
 
 
 class ImportOut(Out):
-    documents: int
+    """What the import did. Into a brain with data, documents are matched by uri."""
+
+    documents: int = Field(description="created")
     chunks: int
-    skipped: int
     records: int
+    updated: int = Field(description="took the import's newer version")
+    unchanged: int = Field(description="the same revision")
+    kept: int = Field(description="newer here (the import's revisions join their history)")
+    entities: int
+    relationships: int = Field(description="versions added")
+    duplicates: int = Field(description="facts held already")
+    retired: int = Field(description="facts here that gave way to an updated note's")
+    kept_facts: int = Field(description="stated by a note whose version here is the newer")
 
 
 # writes
@@ -158,6 +167,7 @@ class HitOut(Out):
     heading_path: list[str]
     span: SpanOut
     text: str
+    truncated: bool = Field(description="recall cut its text to fit the budget (span says where)")
     trace: TraceOut
 
 
@@ -190,9 +200,18 @@ class GraphFactOut(Out):
     trace: GraphTraceOut
 
 
+class ConfidenceOut(Out):
+    value: float = Field(description="the chance that one of the first five hits is relevant")
+    coverage: float = Field(description="the share of the query's idf weight the best hit holds")
+    matched: float = Field(description="that weight, in idfs of a word no chunk holds")
+    weak: bool = Field(description="too low to call it a good match")
+
+
 class SearchOut(Out):
     query: str
     mode: SearchMode
+    confidence: ConfidenceOut | None = Field(description="null when there are no hits")
+    match: str = Field(description="the confidence in words")
     hits: list[HitOut]
     graph_context: list[GraphFactOut] = Field(default=[], description="with graph=true")
 
@@ -201,7 +220,10 @@ class RecallOut(Out):
     query: str
     budget_tokens: int
     tokens_used: int
-    dropped: int
+    left_out: int = Field(description="hits that did not fit the budget")
+    truncated: bool = Field(description="a hit's text was cut to fit")
+    confidence: ConfidenceOut | None
+    match: str
     hits: list[HitOut]
     graph_context: list[GraphFactOut]
 

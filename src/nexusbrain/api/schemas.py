@@ -63,7 +63,7 @@ class FiltersIn(Strict):
 
 
 class MarkdownIn(Body):
-    title: str = Field(min_length=1, max_length=500)
+    title: str = Field(min_length=1, max_length=1000)
     content: str = Field(
         description="markdown, front matter allowed (no aliases)", json_schema_extra=HAS_WORDS
     )
