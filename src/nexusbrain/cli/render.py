@@ -119,13 +119,37 @@ def hits(found: Sequence[View], *, explain: bool = False, match: str | None = No
         )
     for hit in found:
         heading = " > ".join(hit["heading_path"])
-        click.echo(
-            f"{hit['rank']:>3}. {hit['score']:8.4f}  {_where(hit)}"
-            + (f"  [{heading}]" if heading else "")
-        )
+        click.echo(f"{hit['rank']:>3}. {_where(hit)}" + (f"  [{heading}]" if heading else ""))
+        click.echo(f"     {_ranked_in(hit['trace'])}")
         click.echo(f"     {_snippet(hit['text'])}")
         if explain:
+            click.echo(f"     fused score {hit['score']:.4f} ({hit['trace']['fusion_method']})")
             click.echo(_trace(hit["trace"]))
+
+
+# The lists a hit can come from, in words a reader knows (retrieval/pipeline.py's names), as
+# the web page names them (web/static/search.js).
+_LISTS = {
+    "bm25": "keywords",
+    "dense": "meaning",
+    "bm25_prf": "keywords, expanded",
+    "dense_prf": "meaning, expanded",
+}
+
+
+def _ranked_in(trace: View) -> str:
+    """Where the hit ranked in each list ("keywords #1, meaning #4"): the fused score is a sum
+    of z-scores or an RRF sum, meaningful only against the other hits of this search, so it is
+    shown with --explain (and is in --json), and how good a match the hits are is the line
+    above them."""
+    lists = [
+        f"{_LISTS.get(r['retriever'], r['retriever'])} #{r['rank']}"
+        for r in trace["retrievers"]
+        if r["rank"]
+    ]
+    rerank = trace.get("rerank")
+    moved = f", reranked from #{rerank['rank_before']}" if rerank else ""
+    return ("found by " + ", ".join(lists) if lists else "found by no list's top") + moved
 
 
 def _trace(trace: View) -> str:
