@@ -28,6 +28,7 @@ from nexusbrain.retrieval.background import BackgroundEmbedder
 from nexusbrain.retrieval.vectors import VectorWriter
 
 from .conftest import LiveServer, free_port, start_server
+from .test_openapi import check
 
 THREAD = "nexusbrain-embedder"
 
@@ -258,10 +259,15 @@ def test_http_stats_and_search_show_the_progress(
     with slow_server.client() as client:
         batch = [{"title": f"Note {i}", "content": n.content} for i, n in enumerate(NOTES)]
         assert client.post("/ingest/markdown/batch", json={"documents": batch}).status_code == 200
-        stats = client.get("/stats").json()
+        spec = client.get("/openapi.json").json()
+        answer = client.get("/stats")
+        check(spec, "/stats", "GET", answer)  # the progress fields are declared
+        stats = answer.json()
         assert (stats["chunks"], stats["embedded_chunks"]) == (5, 0)
         assert stats["embedding"] == "background"
-        hit = client.get("/search", params={"q": "security report", "k": 2}).json()["hits"][0]
+        answer = client.get("/search", params={"q": "security report", "k": 2})
+        check(spec, "/search", "GET", answer)  # and the trace's coverage and note
+        hit = answer.json()["hits"][0]
         assert hit["title"] == "Note 3"
         assert hit["trace"]["dense_coverage"] == {"embedded": 0, "chunks": 5, "has_vector": False}
         assert hit["trace"]["note"].startswith("this chunk has no vector yet, so BM25 alone")

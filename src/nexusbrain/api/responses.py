@@ -65,6 +65,14 @@ class StatsOut(Out):
     db_bytes: int
     rss_bytes: int
     schema_version: int
+    embedder: str = Field(description="the profile: edge, quality, hashing or none")
+    model_id: str | None = Field(description="the model whose vectors search uses (none: off)")
+    embedding: str = Field(
+        description="inline (in the write), background (a thread after it) or off"
+    )
+    embedded_chunks: int | None = Field(
+        description="chunks that have the model's vector; trails chunks while it embeds"
+    )
     envelope: EnvelopeOut
 
 
@@ -141,6 +149,12 @@ class RerankOut(Out):
     score: float
 
 
+class DenseCoverageOut(Out):
+    embedded: int = Field(description="chunks the dense list could rank")
+    chunks: int
+    has_vector: bool = Field(description="false: BM25 alone ranked this hit")
+
+
 class TraceOut(Out):
     """Why a hit ranked where it did. The keys after `retrievers` are present when they apply."""
 
@@ -151,6 +165,10 @@ class TraceOut(Out):
     prf_terms: list[str] = []
     rerank: RerankOut | None = None
     context: str | None = None
+    dense_coverage: DenseCoverageOut | None = Field(
+        default=None, description="present while some chunks still wait for their vectors"
+    )
+    note: str | None = Field(default=None, description="dense_coverage in words")
 
 
 class HitOut(Out):
