@@ -10,6 +10,7 @@ Usage:
       [--compare 8x256] [--rounds 3]
   python scripts/quality_floor.py profile [--compare 8x256]
   python scripts/quality_floor.py memory [--corpus ...] [--sample 256]
+  python scripts/quality_floor.py padding --db BRAIN.db [--windows 32,512]
 
 `encode` chunks the corpus as a brain does (default chunking, each chunk's embedded text),
 takes a seeded sample of the chunks, and times three things on it, interleaved round by round
@@ -37,6 +38,12 @@ padding): chunks/s and the GFLOP/s that makes, with the encoder's session option
 on `--compare` batches (one thread) and prints the time by operator type. `memory` gives the
 peak resident memory of a child process that loads the model and runs the floor's batches for
 a sample's chunks, with the memory arena off (as the encoder runs) and on.
+
+`padding` reads a brain's live chunks in the order the background embedder finds them (by id)
+and, for each `--windows` size, takes them as the embedder does: windows of that many, each
+sorted by characters and encoded `background.GROUP` at a time, each call cut into runs by
+`length_batches`; it prints the share of the padded tokens that is padding (windows of 32:
+the order of the store, as before the windows).
 
 `latency` measures search (balanced, k 10, the corpus's queries) in a quality brain holding
 half the sample, first idle, then while the background embedder works through the other half,
@@ -467,6 +474,32 @@ def latency_command(args: argparse.Namespace) -> None:
             measure(brain, "idle again")
 
 
+def padding_command(args: argparse.Namespace) -> None:
+    """The share of padding in the encoder's runs when the chunks come as the background
+    embedder takes them: a window at a time, sorted by characters, GROUP to a call."""
+    from nexusbrain import storage
+    from nexusbrain.embeddings.onnx import length_batches
+    from nexusbrain.retrieval.background import GROUP
+
+    backend = storage.open(args.db, create=False)
+    try:  # a model with no vectors lists every live chunk, by id
+        rows = backend.documents.chunks_missing_vectors("padding:probe", 10**9)
+    finally:
+        backend.close()
+    lengths = token_lengths([embed_text(text, heading) for _, text, heading, _ in rows])
+    chars = [len(text) for _, text, _, _ in rows]
+    print(f"{args.db.name}: {len(lengths)} chunks, {statistics.fmean(lengths):.0f} tokens each")
+    for window in (int(x) for x in args.windows.split(",")):
+        padded = 0
+        for start in range(0, len(rows), window):
+            order = sorted(range(start, min(start + window, len(rows))), key=chars.__getitem__)
+            for first in range(0, len(order), GROUP):
+                group = [lengths[i] for i in order[first : first + GROUP]]
+                padded += sum(len(r) * max(group[i] for i in r) for r in length_batches(group))
+        share = 1 - sum(lengths) / padded
+        print(f"  windows of {window:5d}: {padded} padded tokens, {100 * share:4.1f}% padding")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=sorted(COMMANDS))
@@ -480,6 +513,8 @@ def main() -> None:
     parser.add_argument("--rows", default="1,4,8,16,32,64", help="shapes: rows a batch")
     parser.add_argument("--compare", default="8x256", help="shapes, profile: ROWSxTOKENS")
     parser.add_argument("--tokens", type=int, default=16384, help="shapes: tokens a cell")
+    parser.add_argument("--db", type=Path, help="padding: a brain")
+    parser.add_argument("--windows", default="32,512", help="padding: chunks read at a time")
     parser.add_argument("--arena", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--code", action="append", default=[], help="ingest: NAME=SRC, the nexusbrain to time"
@@ -497,6 +532,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
     "profile": profile_command,
     "memory": memory_command,
     "memory-once": memory_once_command,
+    "padding": padding_command,
 }
 
 if __name__ == "__main__":

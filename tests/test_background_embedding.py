@@ -231,6 +231,33 @@ def test_a_failing_batch_is_retried_and_the_thread_goes_on(tmp_path: Path) -> No
     backend.close()
 
 
+def test_a_window_is_embedded_shortest_first_a_group_per_call(tmp_path: Path) -> None:
+    class Recording(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[list[int]] = []  # the word count of each text, call by call
+
+        def encode(self, texts: Sequence[str]) -> Vectors:
+            self.calls.append([len(t.split()) for t in texts])
+            return super().encode(texts)
+
+    words = [9, 2, 7, 4, 1, 8, 3, 6, 5, 10]  # notes of mixed length, in store order
+    notes = [MarkdownNote(" ".join(f"w{n}x{j}" for j in range(n)), uri=f"n{n}") for n in words]
+    settings = Settings(db=tmp_path / "brain.db", embedder=Profile.NONE)
+    with Brain.open(settings=settings) as lexical_only:
+        lexical_only.ingest_markdown_batch(notes)
+    backend = storage.open(settings.db, settings.lexical)
+    recording = Recording()
+    worker = BackgroundEmbedder(VectorWriter(backend.documents, recording), window=6, group=2)
+    seen: list[tuple[int, int]] = []
+    assert worker.drain(lambda _, done, total: seen.append((done, total))) == 10
+    # two windows (the first six notes, then four), each sorted, cut into calls of two
+    assert recording.calls == [[1, 2], [4, 7], [8, 9], [3, 5], [6, 10]]
+    assert seen == [(2, 10), (4, 10), (6, 10), (8, 10), (10, 10)]
+    assert worker.missing == 0
+    backend.close()
+
+
 def test_the_edge_and_hashing_profiles_embed_inside_the_write(brain: Brain) -> None:
     brain.ingest_markdown_batch(NOTES)
     stats = brain.stats()
