@@ -113,7 +113,9 @@ def test_a_disk_filling_under_http_writers_answers_507_and_loses_nothing(small_d
     assert set(kept) <= texts
     file_checks(db)
     refused = statuses.count(507)
-    print(f"disk filling under 4 writers: {len(kept)} acknowledged, {refused} refused (507), 0 lost")
+    print(
+        f"disk filling under 4 writers: {len(kept)} acknowledged, {refused} refused (507), 0 lost"
+    )
 
 
 WRITER = """
