@@ -246,6 +246,22 @@ def test_errors_validate_against_what_is_declared(server: LiveServer, spec: dict
             check(spec, call.operation, call.method, response)
 
 
+def test_bearer_auth_is_declared_where_the_server_has_a_token(
+    brain: Brain, spec: dict[str, Any]
+) -> None:
+    assert "securitySchemes" not in spec["components"]  # no token: nothing to send
+    assert not any("security" in op for item in spec["paths"].values() for op in item.values())
+    for server in _serve(brain, ServerSettings(port=free_port(), token="s3cret-token")):
+        with server.client() as http:
+            auth = {"Authorization": "Bearer s3cret-token"}
+            document = http.get("/openapi.json", headers=auth).json()
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            expected = None if path == "/health" else [{"bearer": []}]
+            assert operation.get("security") == expected, (method, path)
+
+
 def test_unauthorised_and_rate_limited_answers_are_declared(
     brain: Brain, spec: dict[str, Any]
 ) -> None:
@@ -264,3 +280,15 @@ def test_unauthorised_and_rate_limited_answers_are_declared(
             refused = http.get("/version")
             assert refused.status_code == 429 and refused.headers["Retry-After"]
             check(spec, "/version", "GET", refused)
+
+
+def test_the_import_example_imports(server: LiveServer, spec: dict[str, Any]) -> None:
+    """The body the document shows for /import (schemathesis sends it first) is one that works."""
+    body = spec["paths"]["/import"]["post"]["requestBody"]["content"]["application/x-ndjson"]
+    with server.client() as http:
+        ndjson = {"Content-Type": "application/x-ndjson"}
+        response = http.post("/import", content=body["example"], headers=ndjson)
+        assert response.status_code == 200, response.text
+        check(spec, "/import", "POST", response)
+        assert response.json()["records"] == 2
+        assert http.get("/documents", params={"uri": "notes/imported.md"}).status_code == 200

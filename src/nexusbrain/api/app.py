@@ -84,7 +84,7 @@ def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
         redoc_url=None,
         lifespan=lifespan(monitor, settings.envelope_check_seconds),
     )
-    document_answers(app)
+    document_answers(app, token=bool(settings.token))
     install_error_handlers(app)
     app.add_middleware(Guard, settings=settings, latencies=latencies)
     app.state.brain = brain
