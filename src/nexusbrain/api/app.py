@@ -223,6 +223,7 @@ K = Annotated[int | None, Query(ge=1, le=1000, description="hits; default: the m
 DocumentId = Annotated[int, Path(ge=1, le=MAX_ID, description="the document's id")]
 Words = Query(
     description="natural-language query",
+    examples=["who rotates the deploy key"],
     json_schema_extra={**HAS_WORDS, "maxLength": MAX_QUERY_CHARS},
 )
 
@@ -258,7 +259,10 @@ def _search_routes(app: FastAPI, brain: Brain) -> None:
     @app.get("/explain", tags=["retrieval"], **answers(ExplanationOut, 404, *PARAMETERS))
     def explain(
         q: Annotated[str, Words],
-        doc: Annotated[str, Query(min_length=1, description="document id, uri or path")],
+        doc: Annotated[
+            str,
+            Query(min_length=1, description="document id, uri or path", examples=["alice.md"]),
+        ],
         filters: Filters,
         k: K = None,
         mode: SearchMode = SearchMode.BALANCED,
