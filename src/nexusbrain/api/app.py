@@ -33,8 +33,8 @@ from nexusbrain.api.responses import (
     WriteOut,
 )
 from nexusbrain.api.schemas import (
+    FILTER_KINDS,
     HAS_WORDS,
-    KINDS,
     MAX_QUERY_CHARS,
     TIME,
     TIME_SCHEMA,
@@ -204,7 +204,7 @@ def filter_params(
     domain: str | None = None,
     path_prefix: str | None = None,
     document_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
-    kind: Annotated[str | None, Query(json_schema_extra={"enum": KINDS})] = None,
+    kind: Annotated[str | None, Query(json_schema_extra={"enum": FILTER_KINDS})] = None,
     updated_after: Time = None,
     updated_before: Time = None,
 ) -> SearchFilters:
