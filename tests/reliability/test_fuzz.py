@@ -5,7 +5,8 @@ declares: a declared status, content type and headers, a body that validates, ne
 invalid input refused, the token enforced.
 
 The server has an API token, so the document declares bearer auth; each request carries it.
-The default suite sends a few examples per operation; `-m slow` sends many more."""
+The default suite sends a few examples per operation; `-m slow` sends many more, and the
+stateful phase's chains of calls, to that server and to one with no token (the default)."""
 
 from __future__ import annotations
 
@@ -67,13 +68,13 @@ NOTES = [
 schemathesis.serializer.alias("application/x-ndjson", "text/plain")
 
 
-def config(max_examples: int, stateful: bool) -> schemathesis.Config:
+def config(max_examples: int, stateful: bool, headers: dict[str, str]) -> schemathesis.Config:
     checks = {name: {"enabled": True} for name in RUN}
     checks.update({name: {"enabled": on} for name, on in NOT_RUN.items()})
     return schemathesis.Config.from_dict(
         {
             "seed": SEED,
-            "headers": AUTH,
+            "headers": headers,
             # One worker: CPython 3.11's AST construction is not thread-safe (gh-106905), and
             # two workers generating at once raised "AST constructor recursion depth mismatch".
             "workers": 1,
@@ -112,9 +113,12 @@ class Outcome:
         )
 
 
-def fuzz(server: LiveServer, max_examples: int, stateful: bool) -> Outcome:
+def fuzz(server: LiveServer, max_examples: int, *, stateful: bool, token: bool) -> Outcome:
+    headers = AUTH if token else {}
     schema = schemathesis.openapi.from_url(
-        f"{server.url}/openapi.json", config=config(max_examples, stateful), headers=AUTH
+        f"{server.url}/openapi.json",
+        config=config(max_examples, stateful, headers),
+        headers=headers,
     )
     outcome = Outcome()
     for path, item in schema.raw_schema["paths"].items():
@@ -149,11 +153,9 @@ def record(outcome: Outcome, event: events.ScenarioFinished) -> None:
             outcome.failures.setdefault(key, f"{failure.message}\n{check.failure_info.code_sample}")
 
 
-@pytest.fixture(scope="module")
-def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    db = Path(tmp_path_factory.mktemp("fuzz")) / "brain.db"
+def serve_seeded(tmp: Path, token: str | None) -> Iterator[LiveServer]:
     settings = Settings(
-        db=db,
+        db=tmp / "brain.db",
         embedder=Profile.HASHING,
         capture=CaptureConfig(enabled=True),  # so that GET /captures has lines to send
         # The answers are under test here, not durability (test_crash.py): no fsync per write.
@@ -163,7 +165,18 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         for title, uri, content in NOTES:
             brain.ingest_markdown(content, title=title, uri=uri)
         brain.add_memory("the okapi grazes by the deploy shed", tags=["zoo"])
-        yield from _serve(brain, ServerSettings(port=free_port(), token=TOKEN))
+        yield from _serve(brain, ServerSettings(port=free_port(), token=token))
+
+
+@pytest.fixture(scope="module")
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    yield from serve_seeded(tmp_path_factory.mktemp("fuzz"), TOKEN)
+
+
+@pytest.fixture(scope="module")
+def open_fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The default: no token, and no auth declared."""
+    yield from serve_seeded(tmp_path_factory.mktemp("fuzz-open"), None)
 
 
 def check(outcome: Outcome) -> None:
@@ -178,9 +191,13 @@ def check(outcome: Outcome) -> None:
 
 
 def test_every_operation_answers_as_declared(fuzzed: LiveServer) -> None:
-    check(fuzz(fuzzed, 8, stateful=False))
+    check(fuzz(fuzzed, 8, stateful=False, token=True))
 
 
 @pytest.mark.slow
-def test_every_operation_answers_as_declared_at_length(fuzzed: LiveServer) -> None:
-    check(fuzz(fuzzed, 300, stateful=True))
+@pytest.mark.parametrize("token", [True, False], ids=["token", "no token"])
+def test_every_operation_answers_as_declared_at_length(
+    request: pytest.FixtureRequest, token: bool
+) -> None:
+    server = request.getfixturevalue("fuzzed" if token else "open_fuzzed")
+    check(fuzz(server, 300, stateful=True, token=token))
