@@ -32,7 +32,7 @@ from ..conftest import LiveServer, _serve, free_port
 
 TOKEN = "fuzz-token-0123456789abcdefghijklmnop"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-SEED = 20261201  # the runs repeat: a failure names its case, and the same seed finds it again
+SEED = 20261201  # generation is seeded; the stateful phase also follows the server's answers
 RUN = [
     "not_a_server_error",
     "status_code_conformance",
@@ -60,6 +60,8 @@ NOT_RUN = {
     "object_level_authorization": False,
 }
 
+# What the document's examples name (doc alice.md, entity Alice, a query about the deploy key),
+# so that they reach a 200.
 NOTES = [
     ("Alice", "alice.md", "---\nrelations:\n  - {type: works_at, to: Acme}\n---\n# Alice\n\n"
      "Alice knows [[Bob]] from the deploy team.\n\n## Keys\n\nThe deploy key rotates monthly."),
