@@ -1,4 +1,5 @@
-"""Shared fixtures: a real SQLite brain on disk, a frozen clock, and a real server on loopback."""
+"""Shared fixtures: a real SQLite brain on disk, a frozen clock, a real server on loopback, and
+a real PostgreSQL server (one per session; each test takes a schema of its own)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,23 @@ from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Profile, ServerSettings, Settings
 
+from .pgserver import Server
+
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The session's PostgreSQL server (skips without the postgres and test extras)."""
+    server = Server(tmp_path_factory.mktemp("postgres") / "data")
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres: Server) -> str:
+    """A brain URL on a fresh schema of the session's server."""
+    return postgres.url()
 
 
 @pytest.fixture
