@@ -14,6 +14,7 @@ import orjson
 from nexusbrain.config import LexicalConfig, StorageConfig
 from nexusbrain.errors import NotFound
 from nexusbrain.storage.base import Vector
+from nexusbrain.storage.postgres.compaction import Compactor
 from nexusbrain.storage.postgres.database import Database, connect, ensure_vector
 from nexusbrain.storage.postgres.graph import PostgresGraphStore
 from nexusbrain.storage.postgres.lexical import PostgresLexicalIndex
@@ -50,6 +51,8 @@ class PostgresBackend:
         self.store = PostgresStore(self.db)
         self._graph = PostgresGraphStore(self.db)
         self._lexical = PostgresLexicalIndex(self.db, lexical)
+        self.compactor = Compactor(self.db, self._lexical.live)
+        self.compactor.start()
 
     @property
     def documents(self) -> PostgresStore:
@@ -89,4 +92,5 @@ class PostgresBackend:
                 out.write(orjson.dumps(record) + b"\n")
 
     def close(self) -> None:
+        self.compactor.close()
         self.db.close()

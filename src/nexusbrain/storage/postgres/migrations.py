@@ -91,6 +91,7 @@ CREATE TABLE postings (
     PRIMARY KEY (term, segment)
 );
 ALTER TABLE postings ALTER pids SET STORAGE EXTERNAL, ALTER tfs SET STORAGE EXTERNAL;
+CREATE INDEX postings_segment ON postings (segment);
 CREATE SEQUENCE postings_segments;
 
 CREATE TABLE change_head (

@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,12 +68,16 @@ class Segment:
 
     def copy_payload(self, segment: int) -> bytes:
         """The segment's rows as a binary COPY stream for POSTINGS_COPY."""
-        out = [_HEADER]
-        for token, rows in self._terms.items():
-            packed = np.array(rows, np.int64)
-            out.append(segment_row(token, segment, packed[:, 0], packed[:, 1:]))
-        out.append(_TRAILER)
-        return b"".join(out)
+        rows = []
+        for token, postings in self._terms.items():
+            packed = np.array(postings, np.int64)
+            rows.append(segment_row(token, segment, packed[:, 0], packed[:, 1:]))
+        return copy_stream(rows)
+
+
+def copy_stream(rows: Iterable[bytes]) -> bytes:
+    """Rows in COPY's binary format, with its header and trailer."""
+    return b"".join([_HEADER, *rows, _TRAILER])
 
 
 def segment_row(token: str, segment: int, pids: Ids, tf: NDArray[np.int64]) -> bytes:

@@ -80,7 +80,8 @@ def _check_libpq(conninfo: str, url: str) -> None:
     try:
         conninfo_to_dict(conninfo)
     except ProgrammingError as exc:
-        raise ConfigError(f"{_hidden(url)!r} is not a valid PostgreSQL URL ({exc})") from None
+        reason = " ".join(str(exc).split())
+        raise ConfigError(f"{_hidden(url)!r} is not a valid PostgreSQL URL ({reason})") from None
 
 
 def _hidden(url: str) -> str:

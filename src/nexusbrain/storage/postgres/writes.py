@@ -30,10 +30,8 @@ from nexusbrain.storage.base import DocumentItems
 from nexusbrain.storage.exchange import HEADING_SEP
 from nexusbrain.storage.graph_base import GraphSession
 from nexusbrain.storage.postgres.graph import GraphWrites
-from nexusbrain.storage.postgres.postings import POSTINGS_COPY, Segment
+from nexusbrain.storage.postgres.postings import POSTINGS_COPY, Segment, copy_stream
 
-_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
-_TRAILER = struct.pack(">h", -1)
 CHUNK_COLUMNS = (
     "id, pid, length, document_id, ordinal, char_start, char_end, line_start, line_end,"
     " heading, text, unit, meta, text_hash, context"
@@ -176,7 +174,7 @@ def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch) -> None:
     if not batch.vectors:
         return
     model = batch.model.encode("utf-8")
-    parts = [_HEADER]
+    parts: list[bytes] = []
     for text_hash, blob in batch.vectors.items():
         values = np.frombuffer(blob, np.float32).astype(">f2").tobytes()
         digest = text_hash.encode("utf-8")
@@ -189,7 +187,6 @@ def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch) -> None:
             struct.pack(">hh", batch.dim, 0),
             values,
         )
-    parts.append(_TRAILER)
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS incoming_vectors (model text, text_hash text,"
         " dim integer, embedding halfvec) ON COMMIT DELETE ROWS"
@@ -198,7 +195,7 @@ def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch) -> None:
         conn.cursor() as cursor,
         cursor.copy("COPY incoming_vectors FROM STDIN (FORMAT BINARY)") as copy,
     ):
-        copy.write(b"".join(parts))
+        copy.write(copy_stream([b"".join(parts)]))
     conn.execute(
         "INSERT INTO vectors (model, text_hash, dim, embedding)"
         " SELECT model, text_hash, dim, embedding FROM incoming_vectors ON CONFLICT DO NOTHING"
