@@ -213,7 +213,7 @@ def test_token_is_required_when_set(token_server: LiveServer) -> None:
             http.get("/health", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized"
         )
         ok = http.get("/health", headers={"Authorization": "Bearer s3cret-token"})
-        assert ok.status_code == 200
+        assert (ok.status_code, ok.json()) == (200, {"status": "ok", "database": "ok"})
 
 
 def test_binding_beyond_loopback_needs_a_token() -> None:

@@ -7,6 +7,7 @@ the parts: callers use the methods below, and `brain.graph`, the knowledge graph
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,7 +24,7 @@ from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings import Embedder, load_embedder
 from nexusbrain.embeddings.profiles import centred
 from nexusbrain.embeddings.reference import reference_vector
-from nexusbrain.errors import InvalidInput, NotFound
+from nexusbrain.errors import Conflict, InvalidInput, NotFound
 from nexusbrain.graph import Graph
 from nexusbrain.graph.model import GraphFact, RelationshipInput
 from nexusbrain.graph.notes import note_edges
@@ -575,6 +576,11 @@ class Brain:
             ),
         )
 
+    def check_database(self) -> None:
+        """Return once the database answers. Raises StorageError (Unavailable when its
+        server cannot be reached)."""
+        self._backend.ping()
+
     def backup(self, target: str | Path) -> Path:
         """A consistent copy of the whole brain at `target`, taken while other processes and
         threads go on writing; returns its path. Raises InvalidInput if `target` exists or its
@@ -605,11 +611,46 @@ class Brain:
         self.embed_missing(progress)
         return result
 
+    def copy_to(self, target: str | Path, progress: Progress | None = None) -> ImportResult:
+        """Copy every record of this brain into a new, empty brain at `target` (a file path
+        or a database URL: SQLite to PostgreSQL, or back), in one step: one snapshot of this
+        brain streamed into one import transaction there, then its chunks embedded. The
+        copy's export is this brain's, byte for byte. Raises Conflict if `target` already
+        holds a record, StorageError when either database fails."""
+        settings = replace(self.settings, db=str(target))
+        with Brain(
+            open_backend(settings.db, settings.lexical, settings.storage),
+            self._embedder,
+            settings,
+            clock=self._clock,
+        ) as other:
+            if next(itertools.islice(other.export(), 1, None), None) is not None:
+                raise Conflict(
+                    f"the brain at {other._backend.describe()} is not empty: copy into a new"
+                    " one (a new file, or a new ?schema= of the database)"
+                )
+            stats = self._store.stats()
+            total = stats.documents + stats.retired_documents + stats.chunks
+            return other.import_records(_counted(self.export(), total, progress), progress)
+
 
 def _dense_index(backend: Backend, embedder: Embedder, settings: Settings) -> DenseIndex:
     centre = centred(settings.embedder)
     reference = reference_vector(embedder) if centre else None
     return backend.dense_index(embedder.model_id, embedder.dim, centre=centre, reference=reference)
+
+
+def _counted(
+    records: Iterator[dict[str, Any]], total: int, progress: Progress | None
+) -> Iterator[dict[str, Any]]:
+    """The records, with progress every thousand ("copying": of about `total`)."""
+    done = 0
+    for done, record in enumerate(records, start=1):
+        if progress and done % 1_000 == 0:
+            progress("copying", done, max(total, done))
+        yield record
+    if progress:
+        progress("copying", done, done)
 
 
 def parse_mode(mode: SearchMode | str) -> SearchMode:

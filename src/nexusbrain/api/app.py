@@ -77,7 +77,8 @@ def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
 def _system_routes(app: FastAPI, brain: Brain, monitor: Monitor) -> None:
     @app.get("/health", tags=["system"])
     def health() -> dict[str, str]:
-        return {"status": "ok"}
+        brain.check_database()  # a 503 in the error shape when the database cannot be reached
+        return {"status": "ok", "database": "ok"}
 
     @app.get("/version", tags=["system"])
     def version() -> dict[str, Any]:
