@@ -3,7 +3,9 @@ a real PostgreSQL server (one per session; each test takes a schema of its own).
 
 from __future__ import annotations
 
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -28,11 +30,16 @@ DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The session's PostgreSQL server (skips without the postgres and test extras)."""
-    server = Server(tmp_path_factory.mktemp("postgres") / "data")
-    yield server
-    server.close()
+def postgres() -> Iterator[Server]:
+    """The session's PostgreSQL server (skips without the postgres and test extras). Its
+    folder is not under pytest's: the server runs as another user, who must reach it."""
+    folder = Path(tempfile.mkdtemp(prefix="nexusbrain-test-pg-"))
+    try:
+        server = Server(folder / "data")
+        yield server
+        server.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -77,7 +77,7 @@ class Compactor:
         """One pass (more when a pass hits its limit), until no tier is full."""
         total = Pass(0, 0, 0)
         while True:
-            with self.db.errors("postings compaction failed"), self.db.pool.connection() as conn:
+            with self.db.errors("postings compaction failed"), self.db.connection() as conn:
                 done = self._pass(conn)
             if done is None:
                 return total

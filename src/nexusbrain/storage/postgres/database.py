@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -37,7 +38,10 @@ from nexusbrain.storage.postgres.url import PostgresUrl
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 5  # seconds, unless the URL gives connect_timeout
-POOL_TIMEOUT = 5.0  # seconds to wait for a free connection, then Unavailable
+POOL_TIMEOUT = 5.0  # seconds to wait for a free connection, then Busy
+DOWN_TIMEOUT = 0.05  # the wait, while the server was last seen down: then a direct attempt
+PROBE_TIMEOUT = 2  # seconds for that attempt
+WAIT_SLICE = 0.25  # seconds: how soon a wait for a pooled connection notices the server went
 MIN_SERVER = 150000  # PostgreSQL 15
 MIN_VECTOR = (0, 7, 0)  # halfvec
 ITERATIVE_VECTOR = (0, 8, 0)  # iterative index scans
@@ -64,12 +68,13 @@ class Database:
             min_size=1,
             max_size=url.pool,
             configure=self._configure,
-            check=ConnectionPool.check_connection,
+            check=self._check,
             timeout=POOL_TIMEOUT,
             name=f"nexusbrain-{url.schema}",
             open=False,
         )
         self.pool.open(wait=False)
+        self._healthy = True
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(self._search_path)
@@ -80,6 +85,68 @@ class Database:
         return self.vector_version >= ITERATIVE_VECTOR
 
     # connections and transactions
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection from the pool. While the server is down the pool reconnects with a
+        growing backoff, so then a request waits a moment only and tries a connection of its
+        own: it fails at once with the server's reason (Unavailable), and once the server is
+        back it works at once, before the pool has caught up."""
+        conn = self._pooled()
+        if conn is None:
+            conn = self._direct()
+            try:
+                yield conn
+            finally:
+                conn.close()
+            return
+        self._healthy = True
+        try:
+            yield conn
+        finally:
+            self.pool.putconn(conn)
+
+    def _pooled(self) -> psycopg.Connection[Any] | None:
+        """A pooled connection within POOL_TIMEOUT, in slices, so that a failed check of a
+        pooled connection (the server went down) ends the wait at once."""
+        deadline = time.monotonic() + (POOL_TIMEOUT if self._healthy else DOWN_TIMEOUT)
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return self.pool.getconn(max(min(left, WAIT_SLICE), 0.001))
+            except PoolTimeout:
+                if not self._healthy or time.monotonic() >= deadline:
+                    return None
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            self._healthy = False
+            raise
+
+    def _direct(self) -> psycopg.Connection[Any]:
+        """A connection of this request's own, when the pool has none to give."""
+        was_healthy, self._healthy = self._healthy, False
+        try:
+            conn = psycopg.connect(
+                self.url.conninfo, autocommit=True, connect_timeout=PROBE_TIMEOUT
+            )
+        except psycopg.Error as exc:
+            raise _NoConnection(
+                f"PostgreSQL at {self.url.shown} does not answer ({_one_line(exc)}); nothing was"
+                " changed: retry once it is back (nexusbrain reconnects by itself)"
+            ) from None
+        if was_healthy:  # the server answers: every pooled connection is in use
+            conn.close()
+            self._healthy = True
+            raise _PoolFull(
+                f"all {self.url.pool} connections to PostgreSQL at {self.url.shown} stayed in"
+                f" use for {POOL_TIMEOUT:g} s; nothing was changed: retry, or raise ?pool= in"
+                " the URL (and the server's max_connections)"
+            )
+        self._configure(conn)
+        return conn
 
     def bound(self) -> psycopg.Connection[Any] | None:
         """The connection of the transaction this thread is inside, if any."""
@@ -97,7 +164,7 @@ class Database:
         if bound is not None:
             yield bound
             return
-        with self.errors(what), self.pool.connection() as conn:
+        with self.errors(what), self.connection() as conn:
             yield conn
 
     @contextmanager
@@ -110,7 +177,7 @@ class Database:
             assert bound is not None
             yield bound
             return
-        with self.errors(what), self.pool.connection() as conn:
+        with self.errors(what), self.connection() as conn:
             self._begin_write(conn)
             self._local.conn, self._local.writing = conn, True
             try:
@@ -137,7 +204,7 @@ class Database:
         if bound is not None:
             yield bound
             return
-        with self.errors(what), self.pool.connection() as conn:
+        with self.errors(what), self.connection() as conn:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             self._local.conn = conn
             try:
@@ -155,7 +222,14 @@ class Database:
         try:
             yield
         except (psycopg.Error, PoolTimeout) as exc:
-            raise classified(exc, what, self.url.shown) from exc
+            error = classified(exc, what, self.url.shown)
+            if isinstance(error, Unavailable):
+                self._healthy = False
+            raise error from exc
+        except _NoConnection as exc:
+            raise Unavailable(f"{what}: {exc.message}") from None
+        except _PoolFull as exc:
+            raise Busy(f"{what}: {exc.message}") from None
 
     def ping(self) -> None:
         """Unavailable unless the server answers now."""
@@ -164,6 +238,14 @@ class Database:
 
     def close(self) -> None:
         self.pool.close()
+
+
+class _NoConnection(Unavailable):
+    """No connection could be made (named by `Database.errors` with what failed)."""
+
+
+class _PoolFull(Busy):
+    """Every pooled connection stayed in use (named by `Database.errors`)."""
 
 
 def _rollback(conn: psycopg.Connection[Any]) -> None:

@@ -356,7 +356,7 @@ class PostgresStore:
     def export_records(self) -> Iterator[dict[str, Any]]:
         """Every record, read in one REPEATABLE READ snapshot on a connection of its own:
         writers go on meanwhile, and it may be iterated from any thread."""
-        with self.db.errors("export failed"), self.db.pool.connection() as conn:
+        with self.db.errors("export failed"), self.db.connection() as conn:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 schema = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
