@@ -66,3 +66,24 @@ def _postgres(
     return PostgresBackend(
         parse_url(url), lexical or LexicalConfig(), config or StorageConfig(), create=create
     )
+
+
+def is_server_url(url: str | Path) -> bool:
+    """Whether `url` names a brain on a database server (PostgreSQL) rather than a file."""
+    return str(url).split("://", 1)[0].lower() in POSTGRES_SCHEMES if "://" in str(url) else False
+
+
+def scratch_url(base: str, name: str) -> str:
+    """The URL of a scratch brain beside the server brain at `base`: the same database, the
+    schema `<base's schema>_<name>` (`name`: lower-case letters, digits, underscores)."""
+    from nexusbrain.storage.postgres.url import with_schema
+
+    return with_schema(base, name)
+
+
+def drop(url: str) -> None:
+    """Remove the server brain at `url` (its schema, and everything in it): for scratch
+    brains that the bench and the evaluations make."""
+    from nexusbrain.storage.postgres import drop_brain, parse_url
+
+    drop_brain(parse_url(url))

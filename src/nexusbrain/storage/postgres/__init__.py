@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
+from psycopg import sql
 
 from nexusbrain.config import LexicalConfig, StorageConfig
 from nexusbrain.errors import NotFound
@@ -24,7 +25,7 @@ from nexusbrain.storage.postgres.url import PostgresUrl, parse_url
 from nexusbrain.storage.postgres.writes import PostgresWork
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
-__all__ = ["PostgresBackend", "parse_url"]
+__all__ = ["PostgresBackend", "drop_brain", "parse_url"]
 
 
 class PostgresBackend:
@@ -94,3 +95,9 @@ class PostgresBackend:
     def close(self) -> None:
         self.compactor.close()
         self.db.close()
+
+
+def drop_brain(url: PostgresUrl) -> None:
+    """DROP SCHEMA ... CASCADE of the brain's schema (the caller closed its backends)."""
+    with connect(url) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(url.schema)))

@@ -99,3 +99,15 @@ def _hidden(url: str) -> str:
         return urlunsplit(parts._replace(netloc=netloc, query=query))
     except ValueError:
         return url.split("://", 1)[0] + "://…"
+
+
+def with_schema(url: str, name: str) -> str:
+    """The URL of the brain `<url's schema>_<name>` in the same database."""
+    parsed = parse_url(url)
+    schema = f"{parsed.schema}_{name}"
+    if not _SCHEMA.fullmatch(schema):
+        raise ConfigError(f"{schema!r} is not a schema name: use lower-case letters and digits")
+    parts = urlsplit(url)
+    pairs = [(n, v) for n, v in parse_qsl(parts.query, keep_blank_values=True) if n != "schema"]
+    query = urlencode([*pairs, ("schema", schema)], quote_via=quote, safe="/")
+    return urlunsplit(parts._replace(query=query))
