@@ -45,6 +45,7 @@ from nexusbrain.records import (
     SearchFilters,
     SearchMode,
     StoreStats,
+    VectorBatch,
     WriteResult,
     WriteStatus,
     json_problem,
@@ -56,7 +57,7 @@ from nexusbrain.retrieval.pipeline import Searcher
 from nexusbrain.retrieval.tokens import fit_budget, fit_in_order
 from nexusbrain.retrieval.vectors import VectorWriter
 from nexusbrain.storage import open as open_backend
-from nexusbrain.storage.base import Backend, DenseIndex, UnitOfWork
+from nexusbrain.storage.base import Backend, DenseIndex, DocumentItems, UnitOfWork
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,18 +302,25 @@ class Brain:
     ) -> list[WriteResult]:
         """Documents, their chunks and any new vectors, in one transaction (the caller's
         `work`, if given)."""
-        items = [(p.draft, list(p.chunks)) for p in batch]
-        vectors = None
-        if self._vectors is not None:
-            every = [c for _, chunks in items for c in chunks]
-            hashed, vectors = self._vectors.prepare(every)
-            items, start = [], 0
-            for p in batch:
-                items.append((p.draft, hashed[start : start + len(p.chunks)]))
-                start += len(p.chunks)
+        items, vectors = self._embedded(batch)
         if work is not None:
             return work.write_documents(items, self._clock(), vectors)
         return self._store.write_documents(items, self._clock(), vectors)
+
+    def _embedded(self, batch: Sequence[Prepared]) -> tuple[DocumentItems, VectorBatch | None]:
+        """The batch's chunks with their text hashes, and the vectors the store lacks: done
+        before the write transaction, so that no writer holds the brain's write lock while it
+        embeds (a vector a concurrent writer stores first is kept once)."""
+        items = [(p.draft, list(p.chunks)) for p in batch]
+        if self._vectors is None:
+            return items, None
+        every = [c for _, chunks in items for c in chunks]
+        hashed, vectors = self._vectors.prepare(every)
+        items, start = [], 0
+        for p in batch:
+            items.append((p.draft, hashed[start : start + len(p.chunks)]))
+            start += len(p.chunks)
+        return items, vectors
 
     def _write_notes(self, batch: Sequence[Prepared]) -> list[WriteResult]:
         """Write markdown notes and the graph edges each states (wikilinks, front-matter
@@ -322,8 +330,9 @@ class Brain:
             note_edges(p.draft.title, p.front_matter or {}, p.draft.content, self._link_type)
             for p in batch
         ]
+        items, vectors = self._embedded(batch)
         with self._backend.unit_of_work() as work:
-            results = self._write_batch(batch, work)
+            results = work.write_documents(items, self._clock(), vectors)
             now = self._clock()
             for result, edges in zip(results, stated, strict=True):
                 self._sync_edges(work, result, edges, now)
