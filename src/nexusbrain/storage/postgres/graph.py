@@ -61,43 +61,38 @@ def _relationship(row: Sequence[Any]) -> Relationship:
     )
 
 
+_ENTITY = (
+    "SELECT e.id, e.key, e.name, e.type, e.created_at, e.updated_at,"
+    " array(SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY a.seq)"
+    " FROM entities e"
+)
+
+
+def _entity(row: Sequence[Any]) -> Entity:
+    return Entity(
+        id=row[0],
+        key=row[1],
+        name=row[2],
+        type=row[3],
+        aliases=tuple(row[6]),
+        created_at=row[4],
+        updated_at=row[5],
+    )
+
+
 def _entities(conn: Conn, ids: Sequence[int]) -> dict[int, Entity]:
-    rows = conn.execute(
-        "SELECT e.id, e.key, e.name, e.type, e.created_at, e.updated_at,"
-        " array(SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY a.seq)"
-        " FROM entities e WHERE e.id = ANY(%s)",
-        (list(ids),),
-    ).fetchall()
-    return {
-        row[0]: Entity(
-            id=row[0],
-            key=row[1],
-            name=row[2],
-            type=row[3],
-            aliases=tuple(row[6]),
-            created_at=row[4],
-            updated_at=row[5],
-        )
-        for row in rows
-    }
-
-
-def _entity(conn: Conn, entity_id: int) -> Entity:
-    return _entities(conn, [entity_id])[entity_id]
-
-
-def _entity_id(conn: Conn, key: str) -> int | None:
-    row = conn.execute(
-        "SELECT id FROM entities WHERE key = %s"
-        " UNION ALL SELECT entity_id FROM entity_aliases WHERE key = %s LIMIT 1",
-        (key, key),
-    ).fetchone()
-    return int(row[0]) if row else None
+    rows = conn.execute(f"{_ENTITY} WHERE e.id = ANY(%s)", (list(ids),)).fetchall()
+    return {row[0]: _entity(row) for row in rows}
 
 
 def find_entity(conn: Conn, key: str) -> Entity | None:
-    entity_id = _entity_id(conn, key)
-    return _entity(conn, entity_id) if entity_id is not None else None
+    """The entity whose key, or one of whose aliases' keys, is `key` (one round trip)."""
+    row = conn.execute(
+        f"{_ENTITY} WHERE e.id = (SELECT id FROM entities WHERE key = %s UNION ALL"
+        " SELECT entity_id FROM entity_aliases WHERE key = %s LIMIT 1)",
+        (key, key),
+    ).fetchone()
+    return _entity(row) if row else None
 
 
 def _relations_where(
@@ -131,29 +126,45 @@ def _relations_where(
 
 
 class GraphWrites:
-    """A `GraphSession` over a connection inside a write transaction."""
+    """A `GraphSession` over a connection inside a write transaction. It remembers the
+    entities it has looked up until it changes one: the transaction holds the brain's write
+    lock, so no one else can meanwhile (a note's edges look each end up several times)."""
 
     def __init__(self, conn: Conn) -> None:
         self.conn = conn
+        self._known: dict[str, Entity | None] = {}
 
     def find_entity(self, key: str) -> Entity | None:
-        return find_entity(self.conn, key)
+        if key not in self._known:
+            self._known[key] = find_entity(self.conn, key)
+        return self._known[key]
 
     def insert_entity(self, key: str, name: str, type: str | None, now: datetime) -> Entity:
         row = self.conn.execute(
             "INSERT INTO entities (key, name, type, created_at, updated_at)"
-            " VALUES (%s, %s, %s, %s, %s) RETURNING id",
+            " VALUES (%s, %s, %s, %s, %s) RETURNING id, key, name, type, created_at, updated_at",
             (key, name, type, now, now),
         ).fetchone()
         assert row is not None
-        return _entity(self.conn, int(row[0]))
+        entity = Entity(row[0], row[1], row[2], row[3], (), row[4], row[5])
+        self._known[key] = entity
+        return entity
+
+    def _forget(self, entity_id: int, *keys: str) -> None:
+        """Drop what is remembered of an entity that changed (and of keys now taken)."""
+        for key in [k for k, e in self._known.items() if e is not None and e.id == entity_id]:
+            del self._known[key]
+        for key in keys:
+            self._known.pop(key, None)
 
     def set_entity_type(self, entity_id: int, type: str, now: datetime) -> None:
+        self._forget(entity_id)
         self.conn.execute(
             "UPDATE entities SET type = %s, updated_at = %s WHERE id = %s", (type, now, entity_id)
         )
 
     def add_alias(self, entity_id: int, key: str, alias: str, now: datetime) -> None:
+        self._forget(entity_id, key)
         self.conn.execute(
             "INSERT INTO entity_aliases (key, alias, entity_id, created_at)"
             " VALUES (%s, %s, %s, %s)",
@@ -177,8 +188,8 @@ class GraphWrites:
         return [_relationship(row) for row in rows]
 
     def set_statements(self, document_id: int, stated: Sequence[Statement]) -> None:
-        self.conn.execute("DELETE FROM note_statements WHERE document_id = %s", (document_id,))
-        with self.conn.cursor() as cursor:
+        with self.conn.pipeline(), self.conn.cursor() as cursor:
+            cursor.execute("DELETE FROM note_statements WHERE document_id = %s", (document_id,))
             cursor.executemany(
                 "INSERT INTO note_statements (document_id, from_id, type, to_id, valid_at,"
                 " invalid_at) VALUES (%s, %s, %s, %s, %s, %s)"
@@ -208,8 +219,12 @@ class GraphWrites:
 
     def insert_relationship(self, draft: RelationshipDraft, now: datetime) -> Relationship:
         row = self.conn.execute(
-            "INSERT INTO relationships (from_id, type, to_id, valid_at, invalid_at, created_at,"
-            " source, supersedes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            "WITH r AS (INSERT INTO relationships (from_id, type, to_id, valid_at, invalid_at,"
+            " created_at, source, supersedes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " RETURNING *)"
+            " SELECT r.id, r.from_id, f.name, r.type, r.to_id, t.name, r.valid_at, r.invalid_at,"
+            " r.created_at, r.superseded_at, r.reason, r.source, r.supersedes"
+            " FROM r JOIN entities f ON f.id = r.from_id JOIN entities t ON t.id = r.to_id",
             (
                 draft.from_id,
                 draft.type,
@@ -222,9 +237,7 @@ class GraphWrites:
             ),
         ).fetchone()
         assert row is not None
-        found = self.conn.execute(f"{_RELATIONSHIP} WHERE r.id = %s", (row[0],)).fetchone()
-        assert found is not None
-        return _relationship(found)
+        return _relationship(row)
 
     def retire(self, relationship_id: int, reason: RetireReason, now: datetime) -> None:
         self.conn.execute(

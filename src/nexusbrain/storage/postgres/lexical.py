@@ -1,14 +1,17 @@
 """The PostgreSQL backend's lexical index: BM25 by storage/bm25.py's `PostingScorer`, fed from
 the postings segments (postings.py) in one REPEATABLE READ snapshot.
 
-A search reads the change head (its seq, the live chunks' count and token total), brings the
-live pids up to that seq, then reads each query token's segments: a few round trips, each a
-few hundredths of a millisecond over a unix socket. The scorer keeps every chunk's length by
-chunk id and follows the change log, so another replica's writes show up at the next search.
+A search sends, in one round trip (a pipeline), the start of its snapshot, the change head
+(its seq, the live chunks' count and token total), the change log since the live pids were
+last brought up to date, and the segments of every query token the scorer has not cached;
+then it commits. The scorer keeps every chunk's length by chunk id and follows the change
+log, so another replica's writes show up at the next search. On a loaded 2-core machine each
+round trip costs about a millisecond, so their number is what a search pays for.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -19,6 +22,7 @@ from numpy.typing import NDArray
 
 from nexusbrain.config import LexicalConfig
 from nexusbrain.records import SearchFilters
+from nexusbrain.storage.analyzer import query_tokens
 from nexusbrain.storage.base import LexicalHits
 from nexusbrain.storage.bm25 import Ids, PostingScorer
 from nexusbrain.storage.postgres import copyout
@@ -37,6 +41,7 @@ class PostgresLexicalIndex:
         self.config = config
         self.live = LivePids()
         self._scorer = PostingScorer(self, config)
+        self._local = threading.local()  # the tokens the search on this thread will read
 
     def search(
         self,
@@ -46,8 +51,12 @@ class PostgresLexicalIndex:
         *,
         best_per_document: bool = False,
     ) -> LexicalHits:
-        with self.db.errors(f"lexical search failed for {list(terms)[:20]!r}"):
-            found = self._scorer.search(terms, k, filters, best_per_document=best_per_document)
+        self._local.tokens = list(query_tokens(terms))
+        try:
+            with self.db.errors(f"lexical search failed for {list(terms)[:20]!r}"):
+                found = self._scorer.search(terms, k, filters, best_per_document=best_per_document)
+        finally:
+            self._local.tokens = []
         return LexicalHits(found)
 
     @contextmanager
@@ -58,11 +67,48 @@ class PostgresLexicalIndex:
             with self.db.read() as conn:
                 yield _WriteRead(conn)
             return
-        with self.db.snapshot() as conn:
-            head = conn.execute(_HEAD).fetchone()
-            assert head is not None
-            self.live.sync(conn, int(head[0]))
-            yield _Read(conn, int(head[0]), (int(head[1]), int(head[2])), self.live)
+        if self.live.seq < 0:  # the first read loads every live pid
+            with self.db.snapshot() as conn:
+                head = conn.execute(_HEAD).fetchone()
+                assert head is not None
+                self.live.sync(conn, int(head[0]))
+                yield _Read(conn, int(head[0]), (int(head[1]), int(head[2])), self.live)
+            return
+        with self.db.errors("lexical search failed"), self.db.connection() as conn:
+            read = self._begin(conn)
+            try:
+                yield read
+            finally:
+                conn.execute("COMMIT")
+
+    def _begin(self, conn: psycopg.Connection[Any]) -> _Read:
+        """The snapshot's start, its head, the new changes and the uncached tokens' postings,
+        in one round trip."""
+        known = self.live.seq
+        cached_seq, cached = self._scorer.cached()
+        if cached_seq != known:  # a change since: the cache will not serve this read
+            cached = frozenset()
+        wanted = [t for t in getattr(self._local, "tokens", []) if t not in cached]
+        with conn.pipeline():
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            head_rows = conn.execute(_HEAD)
+            changes = conn.execute(
+                "SELECT pid, chunk_id, added, seq FROM chunk_changes WHERE seq > %s ORDER BY seq",
+                (known,),
+            )
+            postings = conn.execute(
+                "SELECT term, pids, tfs, wide FROM postings WHERE term = ANY(%s)",
+                (wanted,),
+                binary=True,
+            )
+        head = head_rows.fetchone()
+        assert head is not None
+        self.live.apply(changes.fetchall(), int(head[0]))
+        ahead: dict[str, list[tuple[bytes, bytes, bool]]] = {t: [] for t in wanted}
+        for term, pids, tfs, wide in postings.fetchall():
+            ahead[term].append((pids, tfs, wide))
+        totals = (int(head[1]), int(head[2]))
+        return _Read(conn, int(head[0]), totals, self.live, ahead)
 
 
 class _Read:
@@ -71,12 +117,18 @@ class _Read:
     cacheable = True
 
     def __init__(
-        self, conn: psycopg.Connection[Any], seq: int, totals: tuple[int, int], live: LivePids
+        self,
+        conn: psycopg.Connection[Any],
+        seq: int,
+        totals: tuple[int, int],
+        live: LivePids,
+        ahead: dict[str, list[tuple[bytes, bytes, bool]]] | None = None,
     ) -> None:
         self.conn = conn
         self.seq = seq
         self._totals = totals
         self._live = live
+        self._ahead = ahead or {}  # token -> its segments, read with the snapshot's start
 
     def totals(self) -> tuple[int, int]:
         return self._totals
@@ -102,9 +154,11 @@ class _Read:
         return [chunk for chunk, live in state.items() if live]
 
     def postings(self, token: str) -> tuple[Ids, NDArray[np.float64]]:
-        rows = self.conn.execute(
-            "SELECT pids, tfs, wide FROM postings WHERE term = %s", (token,), binary=True
-        ).fetchall()
+        rows = self._ahead.get(token)
+        if rows is None:
+            rows = self.conn.execute(
+                "SELECT pids, tfs, wide FROM postings WHERE term = %s", (token,), binary=True
+            ).fetchall()
         pids, tf = unpacked(rows)
         ids, live = self._live.chunks_of(pids, self.seq)
         return _ascending(ids[live], tf[live])

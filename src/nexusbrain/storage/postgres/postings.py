@@ -25,6 +25,7 @@ import psycopg
 from numpy.typing import NDArray
 
 from nexusbrain.storage.analyzer import tokens
+from nexusbrain.storage.postgres import copyout
 
 Ids = NDArray[np.int64]
 COLUMNS = 3  # text, heading path, context
@@ -51,27 +52,72 @@ def chunk_terms(text: str, heading: str, context: str) -> tuple[int, dict[str, l
 
 
 class Segment:
-    """The postings of one write, gathered chunk by chunk (in ascending pid order)."""
+    """The postings of one write, gathered chunk by chunk (in ascending pid order) as flat
+    lists, and packed into rows with numpy: a write of a few hundred chunks holds thousands
+    of distinct tokens, and a Python object per posting cost more than the database."""
 
     def __init__(self) -> None:
-        self._terms: dict[str, list[list[int]]] = {}
+        self._terms: list[str] = []
+        self._pids: list[int] = []
+        self._columns: list[int] = []
+        self._counts: list[int] = []
 
     def add(self, pid: int, text: str, heading: str, context: str) -> int:
         """Add a chunk's postings; returns its length in tokens."""
-        length, counts = chunk_terms(text, heading, context)
-        for token, frequencies in counts.items():
-            self._terms.setdefault(token, []).append([pid, *frequencies])
+        length = 0
+        for column, value in enumerate((text, heading, context)):
+            if not value:
+                continue
+            found = tokens(value)
+            length += len(found)
+            counted = Counter(found)
+            self._terms += counted.keys()
+            self._counts += counted.values()
+            self._pids += [pid] * len(counted)
+            self._columns += [column] * len(counted)
         return length
 
     def __bool__(self) -> bool:
         return bool(self._terms)
 
     def copy_payload(self, segment: int) -> bytes:
-        """The segment's rows as a binary COPY stream for POSTINGS_COPY."""
+        """The segment's rows (one per token) as a binary COPY stream for POSTINGS_COPY."""
+        index: dict[str, int] = {}
+        term_ids = np.fromiter(
+            (index.setdefault(t, len(index)) for t in self._terms), np.int64, len(self._terms)
+        )
+        names = list(index)
+        pids = np.array(self._pids, np.int64)
+        span = int(pids.max()) + 1
+        keys, inverse = np.unique(term_ids * span + pids, return_inverse=True)
+        tf = np.zeros((len(keys), COLUMNS), np.int64)
+        tf[inverse, np.array(self._columns, np.int64)] = np.array(self._counts, np.int64)
+        owners, held = keys // span, keys % span
+        wide = bool(tf.max() > np.iinfo(np.int16).max)
+        pid_bytes = held.astype("<i4").tobytes()
+        width = 4 if wide else 2
+        tf_bytes = tf.astype("<i4" if wide else "<i2").tobytes()
+        starts = np.flatnonzero(np.diff(owners, prepend=-1)).tolist()
+        ends = [*starts[1:], len(keys)]
+        pack = struct.pack
+        flag = pack(">ib", 1, wide)
         rows = []
-        for token, postings in self._terms.items():
-            packed = np.array(postings, np.int64)
-            rows.append(segment_row(token, segment, packed[:, 0], packed[:, 1:]))
+        for first, last in zip(starts, ends, strict=True):
+            term = names[int(owners[first])].encode("utf-8")
+            n = last - first
+            rows.append(
+                b"".join(
+                    (
+                        pack(">hi", 6, len(term)),
+                        term,
+                        pack(">iqiii", 8, segment, 4, n, 4 * n),
+                        pid_bytes[4 * first : 4 * last],
+                        pack(">i", width * COLUMNS * n),
+                        tf_bytes[width * COLUMNS * first : width * COLUMNS * last],
+                        flag,
+                    )
+                )
+            )
         return copy_stream(rows)
 
 
@@ -129,18 +175,28 @@ class LivePids:
             if head <= self.seq:
                 return
             if self.seq < 0:
-                rows = conn.execute("SELECT pid, id FROM chunks").fetchall()
-                self._place([r[0] for r in rows], [r[1] for r in rows], None)
-            else:
-                changes = conn.execute(
-                    "SELECT pid, chunk_id, added, seq FROM chunk_changes"
-                    " WHERE seq > %s AND seq <= %s ORDER BY seq",
-                    (self.seq, head),
-                ).fetchall()
-                born = [r for r in changes if r[2]]
-                self._place([r[0] for r in born], [r[1] for r in born], None)
-                gone = [r for r in changes if not r[2]]
-                self._place([r[0] for r in gone], None, [r[3] for r in gone])
+                pids, ids = copyout.int64_columns(conn, "SELECT pid::bigint, id FROM chunks", (), 2)
+                self._place(pids.tolist(), ids.tolist(), None)
+                self.seq = head
+                return
+        changes = conn.execute(
+            "SELECT pid, chunk_id, added, seq FROM chunk_changes WHERE seq > %s AND seq <= %s"
+            " ORDER BY seq",
+            (self.seq, head),
+        ).fetchall()
+        self.apply(changes, head)
+
+    def apply(self, changes: Sequence[tuple[int, int, bool, int]], head: int) -> None:
+        """Bring the map to `head` from the changes (pid, chunk id, added, seq) after its
+        seq, in seq order (a reader's own read of the log, in its snapshot)."""
+        with self._lock:
+            if head <= self.seq or self.seq < 0:
+                return
+            fresh = [r for r in changes if self.seq < r[3] <= head]
+            born = [r for r in fresh if r[2]]
+            self._place([r[0] for r in born], [r[1] for r in born], None)
+            gone = [r for r in fresh if not r[2]]
+            self._place([r[0] for r in gone], None, [r[3] for r in gone])
             self.seq = head
 
     def _place(self, pids: list[int], chunks: list[int] | None, died: list[int] | None) -> None:
@@ -173,8 +229,8 @@ class LivePids:
 def private_map(conn: psycopg.Connection[Any]) -> LivePids:
     """The live pids as this connection sees them now (inside a write that may roll back)."""
     live = LivePids()
-    rows = conn.execute("SELECT pid, id FROM chunks").fetchall()
-    live._place([r[0] for r in rows], [r[1] for r in rows], None)
+    pids, ids = copyout.int64_columns(conn, "SELECT pid::bigint, id FROM chunks", (), 2)
+    live._place(pids.tolist(), ids.tolist(), None)
     live.seq = ALIVE - 1
     return live
 

@@ -21,7 +21,7 @@ from nexusbrain.clock import format_time, parse_time
 from nexusbrain.errors import InvalidInput
 from nexusbrain.records import ImportResult, RetireReason
 from nexusbrain.storage import exchange
-from nexusbrain.storage.postgres.writes import ChangeLog, ChunkRow, delete_chunks, insert_chunks
+from nexusbrain.storage.postgres.chunks import ChangeLog, ChunkRow, delete_chunks, insert_chunks
 
 Conn = psycopg.Connection[Any]
 HEADING_SEP = exchange.HEADING_SEP
