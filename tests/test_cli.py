@@ -167,3 +167,15 @@ def test_every_command_but_six_takes_json_as_the_readme_says() -> None:
         if not any("--json" in p.opts for p in command.params)
     }
     assert without == {"export", "eval captures", "eval compare", "eval scaffold", "serve", "mcp"}
+
+
+def test_hits_say_where_they_ranked_and_explain_gives_the_raw_scores(run) -> None:  # type: ignore[no-untyped-def]
+    assert run("add", "the okapi grazes at dawn").exit_code == 0
+    assert run("add", "the harbor lantern is blue").exit_code == 0
+    shown = run("search", "okapi", "--mode", "balanced").output.splitlines()
+    assert shown[1].startswith("  1. memory:") and shown[2].strip().startswith(
+        "found by keywords #1"
+    )
+    assert "fused score" not in "\n".join(shown)
+    explained = run("search", "okapi", "--explain").output
+    assert "fused score " in explained and "bm25: rank 1, score " in explained

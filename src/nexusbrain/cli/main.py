@@ -295,7 +295,7 @@ def search(
     if as_json:
         emit(found)
     else:
-        render.hits(found["hits"], explain=explain)
+        render.hits(found["hits"], explain=explain, match=found.get("match"))
 
 
 @cli.command()

@@ -57,6 +57,7 @@ def _chunk_drafts(spans: Sequence[ChunkSpan]) -> tuple[ChunkDraft, ...]:
             line_end=s.line_end,
             heading_path=s.heading_path,
             text=s.text,
+            context=s.context,
         )
         for s in spans
     )

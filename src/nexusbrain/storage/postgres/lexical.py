@@ -54,10 +54,19 @@ class PostgresLexicalIndex:
         self._local.tokens = list(query_tokens(terms))
         try:
             with self.db.errors(f"lexical search failed for {list(terms)[:20]!r}"):
-                found = self._scorer.search(terms, k, filters, best_per_document=best_per_document)
+                return self._scorer.search(terms, k, filters, best_per_document=best_per_document)
         finally:
             self._local.tokens = []
-        return LexicalHits(found)
+
+    def scores(
+        self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
+    ) -> dict[int, float]:
+        self._local.tokens = list(query_tokens(terms))
+        try:
+            with self.db.errors(f"lexical scoring failed for {list(terms)[:20]!r}"):
+                return self._scorer.scores(terms, chunk_ids, per_document=per_document)
+        finally:
+            self._local.tokens = []
 
     @contextmanager
     def read(self) -> Iterator[_Read]:
