@@ -52,6 +52,15 @@ class Load:
         for thread in self.threads:
             thread.join(timeout=120)
 
+    def wait_for_a_write(self, seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.writes[200]:
+                    return
+            time.sleep(0.01)
+        raise AssertionError(f"no write acknowledged in {seconds} s: {self.failures[:3]}")
+
     def _write(self, worker: int) -> None:
         with httpx.Client(base_url=self.writer_url, timeout=30) as http:
             i = 0
@@ -118,7 +127,8 @@ def replica_kill_trials(postgres: Server, tmp_path: Path, trials: int, seed: int
         for trial in range(trials):
             doomed = Replica(url, tmp_path / f"doomed-{trial}.log")
             with Load(doomed.url, survivor.url, f"t{trial}") as load:
-                time.sleep(rng.uniform(0.5, 2.5))
+                load.wait_for_a_write()  # so that the kill falls during ingest, however slow
+                time.sleep(rng.uniform(0.0, 2.0))
                 doomed.kill()
                 time.sleep(0.5)  # the survivor keeps answering after the kill
             assert load.writes[200] > 0, load.failures[:3]
