@@ -214,9 +214,11 @@ def test_a_ci_sized_bench_run_on_postgres_with_two_replicas(
     monkeypatch.setenv("BRAIN_EMBEDDER", "hashing")
     url = postgres.url("benchbase")
     args = ["bench", "--db", url, "--replicas", "1,2", "--scales", "60", "--searches", "10"]
-    args += ["--concurrency", "4", "--workdir", str(tmp_path), "--json"]
+    work = tmp_path / "not" / "there"  # made, parents and all
+    args += ["--concurrency", "4", "--workdir", str(work), "--json"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
+    assert work.is_dir()
     [scale] = json.loads(result.stdout)["scales"]
     assert set(scale["replicas"]) == {"1", "2"}
     for count, figures in scale["replicas"].items():

@@ -177,6 +177,8 @@ def bench(
 
     name = envelope or DEFAULT_ENVELOPE
     default = str(ENVELOPES[envelope].documents) if envelope else "1000,10000"
+    if workdir:
+        workdir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="nexusbrain-bench-", dir=workdir))
     config = BenchConfig(
         scales=parse_scales(scales or default),
