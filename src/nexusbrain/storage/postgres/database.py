@@ -45,7 +45,6 @@ PROBE_TIMEOUT = 2  # seconds for that attempt
 WAIT_SLICE = 0.25  # seconds: how soon a wait for a pooled connection notices the server went
 MIN_SERVER = 150000  # PostgreSQL 15
 MIN_VECTOR = (0, 7, 0)  # halfvec
-ITERATIVE_VECTOR = (0, 8, 0)  # iterative index scans
 
 
 class Database:
@@ -80,10 +79,6 @@ class Database:
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(self._search_path)
         conn.execute("SET TimeZone TO 'UTC'")
-
-    @property
-    def iterative_scans(self) -> bool:
-        return self.vector_version >= ITERATIVE_VECTOR
 
     # connections and transactions
 

@@ -119,22 +119,6 @@ CREATE TABLE vector_coverage (
     model text PRIMARY KEY,
     seq bigint NOT NULL
 );
-CREATE TABLE ann_indexes (
-    model text PRIMARY KEY,
-    dim integer NOT NULL,
-    centre halfvec NOT NULL,
-    state text NOT NULL CHECK (state IN ('building', 'ready')),
-    built_seconds double precision,
-    changed_at timestamptz NOT NULL
-);
-CREATE TABLE ann_rows (
-    model text NOT NULL REFERENCES ann_indexes (model) ON DELETE CASCADE,
-    chunk_id bigint NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
-    document_id bigint NOT NULL,
-    centred halfvec NOT NULL,
-    PRIMARY KEY (model, chunk_id)
-);
-
 CREATE TABLE captures (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     at timestamptz NOT NULL,
