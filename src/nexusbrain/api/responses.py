@@ -33,9 +33,9 @@ class ErrorOut(Out):
 
 
 class HealthOut(Out):
-    status: str = Field(description='always "ok": a liveness probe, open without the token')
-    database: str = Field(
-        description='"ok" once the database answered (a 503 in the error shape when it does not)'
+    status: str = Field(
+        description='"ok" once the database answered (a 503 in the error shape when it does'
+        " not): a probe, open without the token"
     )
 
 

@@ -50,12 +50,18 @@ def run(
         mount_mcp(app, brain, settings)
     config = uvicorn_config(app, settings, log_level)
     url = local_url(settings.host, bound)
-    discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
+    # SIGTERM is caught before the discovery file says the server is there: a client that
+    # stops it at once still gets the file removed and the address printed.
+    previous = signal.signal(signal.SIGTERM, _stop)
     try:
         if on_listen is not None:
             on_listen(url)
-        _run_until_stopped(uvicorn.Server(config), listener)
+        discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
+        uvicorn.Server(config).run(sockets=[listener])
+    except _Stopped:
+        log.info("stopped by SIGTERM")
     finally:
+        signal.signal(signal.SIGTERM, previous)
         discovery.withdraw(brain.settings.db)
         listener.close()
 
@@ -81,19 +87,9 @@ class _Stopped(Exception):
 
 
 def _stop(signum: int, frame: object) -> None:
+    """uvicorn shuts down gracefully on SIGTERM, then raises it again: its default would end
+    the process before the discovery file is removed."""
     raise _Stopped
-
-
-def _run_until_stopped(server: uvicorn.Server, listener: socket.socket) -> None:
-    """Run until SIGINT or SIGTERM. uvicorn shuts down gracefully, then raises the signal
-    again: SIGTERM's default would end the process before the discovery file is removed."""
-    previous = signal.signal(signal.SIGTERM, _stop)
-    try:
-        server.run(sockets=[listener])
-    except _Stopped:
-        log.info("stopped by SIGTERM")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def listen(host: str, port: int) -> socket.socket:
