@@ -52,14 +52,15 @@ class Load:
         for thread in self.threads:
             thread.join(timeout=120)
 
-    def wait_for_a_write(self, seconds: float = 60) -> None:
+    def wait_for_writes(self, seconds: float = 60) -> None:
+        """Until a note and a memory have been acknowledged."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             with self.lock:
-                if self.writes[200]:
+                if {kind for kind, _ in self.acknowledged} == {"note", "memory"}:
                     return
             time.sleep(0.01)
-        raise AssertionError(f"no write acknowledged in {seconds} s: {self.failures[:3]}")
+        raise AssertionError(f"no note and memory acknowledged in {seconds} s: {self.failures[:3]}")
 
     def _write(self, worker: int) -> None:
         with httpx.Client(base_url=self.writer_url, timeout=30) as http:
@@ -127,7 +128,7 @@ def replica_kill_trials(postgres: Server, tmp_path: Path, trials: int, seed: int
         for trial in range(trials):
             doomed = Replica(url, tmp_path / f"doomed-{trial}.log")
             with Load(doomed.url, survivor.url, f"t{trial}") as load:
-                load.wait_for_a_write()  # so that the kill falls during ingest, however slow
+                load.wait_for_writes()  # so that the kill falls during ingest, however slow
                 time.sleep(rng.uniform(0.0, 2.0))
                 doomed.kill()
                 time.sleep(0.5)  # the survivor keeps answering after the kill

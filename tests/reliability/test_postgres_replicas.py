@@ -77,9 +77,9 @@ def test_the_token_and_the_rate_limit_hold_on_every_replica(
     with Replica(url, tmp_path / "a.log", env) as a, Replica(url, tmp_path / "b.log", env) as b:
         for replica in (a, b):
             with replica.client() as http:
-                assert http.get("/health").status_code == 401
+                assert http.get("/stats").status_code == 401  # /health is the open probe
                 assert (
-                    http.get("/health", headers={"Authorization": "Bearer nope"}).status_code == 401
+                    http.get("/stats", headers={"Authorization": "Bearer nope"}).status_code == 401
                 )
             with replica.client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
                 statuses = [http.get("/search", params={"q": "x"}).status_code for _ in range(8)]
