@@ -15,7 +15,7 @@ from nexusbrain.embeddings import load_embedder
 from nexusbrain.records import Scored
 from nexusbrain.storage.sqlite import index_cache_path
 from nexusbrain.storage.sqlite.store import SQLiteStore
-from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
+from nexusbrain.storage.vector_index import IndexConfig, VectorIndex, _single
 
 EMBEDDER = load_embedder(Profile.HASHING)
 assert EMBEDDER is not None
@@ -130,6 +130,11 @@ def test_an_unreadable_cache_file_is_ignored(tmp_path: Path) -> None:
         assert brain.search("item3 garden")[0].uri == "n/3.md"
     with np.load(cache) as data:  # rewritten whole on close
         assert len(data["ids"]) == 10
+
+
+def test_every_float16_value_is_converted_as_numpy_converts_it() -> None:
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(256, 256)
+    assert np.array_equal(_single(every), every.astype(np.float32), equal_nan=True)
 
 
 def cached_rows(cache: Path) -> int:
