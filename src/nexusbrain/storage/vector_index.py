@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+import zipfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +22,7 @@ from numpy.typing import NDArray
 
 from nexusbrain.embeddings.base import normalise_rows
 from nexusbrain.records import Scored, SearchFilters
+from nexusbrain.storage.mapped import load_mapped
 
 log = logging.getLogger(__name__)
 
@@ -362,24 +364,27 @@ class VectorIndex:
     # the cache file
 
     def _read_cache(self) -> bool:
+        """Start from the cache file, mapped into memory (storage/mapped.py): the rows are
+        read from it as searches touch them, and are shared with every other process that
+        maps it. A change copies the rows it needs into memory of this process's own."""
         if self.cache is None or not self.cache.exists():
             return False
         try:
-            with np.load(self.cache, allow_pickle=False) as data:
-                same = (
-                    str(data["model"]) == self.model
-                    and str(data["store"]) == self.store.identity()
-                    and int(data["seq"]) <= self.store.latest_chunk_change()
-                    and data["half"].shape[1:] == (self.dim,)
-                    and bool(data["centred"]) == self.config.centre
-                )
-                if not same:
-                    log.info("ignoring the stale vector cache %s", self.cache)
-                    return False
-                ids, docs, half = data["ids"], data["docs"], data["half"]
-                seq = int(data["seq"])
-                derived = self._derived(data, len(ids))
-        except (OSError, ValueError, KeyError) as exc:
+            data = load_mapped(self.cache)
+            same = (
+                str(data["model"]) == self.model
+                and str(data["store"]) == self.store.identity()
+                and int(data["seq"]) <= self.store.latest_chunk_change()
+                and data["half"].shape[1:] == (self.dim,)
+                and bool(data["centred"]) == self.config.centre
+            )
+            if not same:
+                log.info("ignoring the stale vector cache %s", self.cache)
+                return False
+            ids, docs, half = data["ids"], data["docs"], data["half"]
+            _check_rows(data, ("ids", "docs", "half"), len(ids))
+            derived = self._derived(data, len(ids))
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
             log.warning("ignoring the unreadable vector cache %s: %s", self.cache, exc)
             return False
         if derived is None:
@@ -388,13 +393,13 @@ class VectorIndex:
             sq, codes, total = derived
             exact_max = self.config.exact_max
             self._rows = _Rows.of(ids, docs, half, sq, codes, self._space, exact_max, total)
-        self._seq = seq
+        self._seq = int(data["seq"])
         self._unsaved = 0 if derived is not None else 1  # an older cache: rewrite it once
         log.info("read %d vectors for %s from %s", len(ids), self.model, self.cache)
         return True
 
     def _derived(
-        self, data: Any, rows: int
+        self, data: Mapping[str, NDArray[Any]], rows: int
     ) -> tuple[NDArray[np.float32], NDArray[np.uint64], NDArray[np.int64]] | None:
         """The rows' squares, sign codes and exact sum as the cache file keeps them, when they
         were taken around this model's reference point (a cache written before they were kept
@@ -403,10 +408,11 @@ class VectorIndex:
             return None
         if not np.array_equal(data["reference"], self._space.reference):
             return None
-        sq, codes, total = data["sq"], data["codes"], data["total"]
-        if len(sq) != rows or len(codes) != rows or total.shape != (self.dim,):
-            return None
-        return sq, codes, total
+        _check_rows(data, ("sq", "codes"), rows)
+        total = data["total"]
+        if total.shape != (self.dim,) or total.dtype != np.int64:
+            raise ValueError(f"its sum has shape {total.shape} and type {total.dtype}")
+        return data["sq"], data["codes"], total
 
     def _save(self) -> None:
         if self.cache is None:
@@ -533,6 +539,23 @@ class VectorIndex:
         if dead is not None:
             distance[dead] = 64 * codes.shape[1] + 1
         return _smallest(distance, ids, self.config.candidates)
+
+
+# What each per-row array of the cache file holds: a file that says otherwise is not used.
+_ROW_TYPES = {
+    "ids": np.int64,
+    "docs": np.int64,
+    "half": np.float16,
+    "sq": np.float32,
+    "codes": np.uint64,
+}
+
+
+def _check_rows(data: Mapping[str, NDArray[Any]], names: Sequence[str], rows: int) -> None:
+    for name in names:
+        found = data[name]
+        if len(found) != rows or found.dtype != _ROW_TYPES[name]:
+            raise ValueError(f"{name} has {len(found)} rows of {found.dtype}, not {rows}")
 
 
 def _ranked(
