@@ -82,8 +82,9 @@ def variant(settings: Settings, overrides: dict[str, Any]) -> tuple[Brain, Searc
 def config_of(overrides: dict[str, Any]) -> SearchConfig:
     base = PRESETS[SearchMode.BALANCED]
     values = dict(overrides)
-    if "weights" in values:
-        values["weights"] = MappingProxyType(dict(values["weights"]))
+    for mapping in ("weights", "min_z"):
+        if mapping in values:
+            values[mapping] = MappingProxyType(dict(values[mapping]))
     if "prf_config" in values:
         values["prf_config"] = replace(PRFConfig(), **values["prf_config"])
     return replace(base, **values)

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexusbrain.ingest.chunking import ChunkingConfig, ChunkSpan, chunk_markdown, iter_headings
+from nexusbrain.ingest.chunking import (
+    ChunkingConfig,
+    ChunkSpan,
+    chunk_markdown,
+    iter_headings,
+    iter_markup,
+)
 
 Row = tuple[int, int, int, int, tuple[str, ...]]
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -216,6 +222,8 @@ _LINE = st.one_of(
     _PLAIN,
     st.builds(lambda n, t: " " * (n % 4) + "#" * (1 + n % 7) + " " + t, st.integers(0, 20), _PLAIN),
     st.sampled_from(["```", "```py", "~~~", "~~~~", "````", "", "", " ", "---", "===", "- a"]),
+    st.sampled_from(["[ref]: https://x.io", "- [a](#b)", "* [c][d] – e", "[![b](i.svg)](u)"]),
+    st.sampled_from(["<!-- note -->", "<img src=x>", "1. <https://y.io>"]),
 )
 _ENDING = st.sampled_from(["\n", "\n", "\r\n", "\r"])
 
@@ -255,6 +263,9 @@ def test_spans_are_exact_ordered_covering_and_bounded(
         assert span.line_end == _line_of(text, span.char_end - 1)
         covered[span.char_start : span.char_end] = [True] * len(span.text)
         previous_end = span.char_end
+    for left_out in iter_markup(text, start=start):
+        assert not any(covered[slice(*left_out)])
+        covered[slice(*left_out)] = [True] * (left_out[1] - left_out[0])
     assert all(covered[i] or text[i].isspace() for i in range(start, len(text)))
 
 

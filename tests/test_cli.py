@@ -84,6 +84,7 @@ def test_add_recall_export_import(run, tmp_path: Path) -> None:  # type: ignore[
 
 
 def test_errors_are_one_line_and_exit_1(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert run("add", "a first memory").exit_code == 0
     missing = run("get", "42")
     assert missing.exit_code == 1
     assert missing.output.strip() == "error: no document with id 42"
@@ -108,3 +109,73 @@ def test_lazy_commands_are_listed_with_their_own_help_without_being_imported() -
         assert summary == command.get_short_help_str(limit=1000), name
         assert f"  {name}  " in listing
     assert tuple(m.value for m in SearchMode) == MODE_NAMES
+
+
+def test_delete_takes_a_path_as_get_does(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "old-plan.md").write_text("# Old plan\n\nmove the office in March")
+    assert run("ingest-dir", str(notes)).exit_code == 0
+    path = str(notes / "old-plan.md")
+    gone = json.loads(run("delete", path, "--json").output)
+    assert (gone["uri"], gone["status"]) == (path, "retired")
+    again = run("delete", str(gone["id"]))
+    assert again.output.strip() == f"already_retired: document {gone['id']} ({path})"
+    missing = run("delete", str(notes / "nope.md"))
+    assert missing.exit_code == 1 and "no document with uri or path" in missing.output
+
+
+def test_a_read_of_a_mistyped_db_says_no_brain_is_there_and_makes_none(
+    tmp_path: Path,
+) -> None:
+    typo = tmp_path / "no-such-folder" / "brian.db"
+    for command in (
+        ["search", "deploy"],
+        ["stats"],
+        ["recall", "deploy"],
+        ["get", "1"],
+        ["export"],
+        ["graph", "relations", "--from", "alice"],
+        ["graph", "add", "alice", "knows", "bob", "--dry-run"],
+    ):
+        result = CliRunner().invoke(cli, ["--db", str(typo), "--local", *command])
+        assert result.exit_code == 1, command
+        assert result.output.startswith(f"error: no brain at {typo}: the file does not exist")
+        assert "`add`, `ingest-dir` or `import` make a brain" in result.output
+    assert not typo.parent.exists()
+    made = CliRunner().invoke(cli, ["--db", str(typo), "add", "the first memory"])
+    assert made.exit_code == 0 and typo.exists()
+
+
+def test_every_command_but_six_takes_json_as_the_readme_says() -> None:
+    def leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+        found: dict[str, click.Command] = {}
+        context = click.Context(group)
+        for name in group.list_commands(context):
+            command = group.get_command(context, name)
+            assert command is not None
+            if isinstance(command, click.Group):
+                found |= leaves(command, f"{prefix}{name} ")
+            else:
+                found[prefix + name] = command
+        return found
+
+    assert isinstance(cli, click.Group)
+    without = {
+        name
+        for name, command in leaves(cli).items()
+        if not any("--json" in p.opts for p in command.params)
+    }
+    assert without == {"export", "eval captures", "eval compare", "eval scaffold", "serve", "mcp"}
+
+
+def test_hits_say_where_they_ranked_and_explain_gives_the_raw_scores(run) -> None:  # type: ignore[no-untyped-def]
+    assert run("add", "the okapi grazes at dawn").exit_code == 0
+    assert run("add", "the harbor lantern is blue").exit_code == 0
+    shown = run("search", "okapi", "--mode", "balanced").output.splitlines()
+    assert shown[1].startswith("  1. memory:") and shown[2].strip().startswith(
+        "found by keywords #1"
+    )
+    assert "fused score" not in "\n".join(shown)
+    explained = run("search", "okapi", "--explain").output
+    assert "fused score " in explained and "bm25: rank 1, score " in explained

@@ -87,6 +87,40 @@ def test_zscore_of_a_list_of_equal_scores_is_zero() -> None:
     assert [(f.chunk_id, f.score) for f in fused] == [(1, 0.0), (2, 0.0)]
 
 
+def test_a_short_list_is_standardised_over_the_depth_as_if_padded_with_zeros() -> None:
+    # bm25 holds one exact match, 5.0; over 4 positions: 5, 0, 0, 0 -> mean 1.25,
+    # std sqrt((3.75² + 3 · 1.25²) / 4) = sqrt(4.6875); id 2 holds no query word: 0.0
+    # dense 0.9, 0.7, 0.5, 0.3 (ids 2, 3, 4, 1): mean 0.6, std sqrt(0.05)
+    fused = zscore(
+        {"bm25": [(1, 5.0)], "dense": [(2, 0.9), (3, 0.7), (4, 0.5), (1, 0.3)]},
+        {"bm25": 1.0, "dense": 0.3},
+        {"bm25": {2: 0.0, 3: 0.0, 4: 0.0}},
+        positions=4,
+    )
+    std = 4.6875**0.5
+    assert fused[0].chunk_id == 1  # the exact match stays first
+    one = fused[0].contributions
+    assert one[0].z == pytest.approx(3.75 / std)
+    assert one[1].z == pytest.approx((0.3 - 0.6) / 0.05**0.5)
+    assert fused[1].contributions[0].z == pytest.approx(-1.25 / std)
+    # without the padding a one-item list gives z = 0 and the dense list decides
+    assert zscore({"bm25": [(1, 5.0)], "dense": [(2, 0.9), (1, 0.3)]})[0].chunk_id == 2
+
+
+def test_min_z_bounds_what_a_list_can_take_away() -> None:
+    # BM25's first (id 1) has a dense cosine far below the dense list's: z = -15.9
+    lists = {"bm25": [(1, 3.0), (2, 2.9), (3, 1.0)], "dense": [(2, 0.9), (3, 0.8), (4, 0.7)]}
+    low = {"dense": {1: -0.5}}
+    unbounded = zscore(lists, {"dense": 0.5}, low)
+    bounded = zscore(lists, {"dense": 0.5}, low, min_z={"dense": -1.0})
+    assert [f.chunk_id for f in unbounded] == [2, 3, 4, 1]
+    assert [f.chunk_id for f in bounded] == [2, 1, 3, 4]
+    one = next(f for f in bounded if f.chunk_id == 1)
+    assert one.contributions[1].z == -1.0
+    assert one.score == pytest.approx(0.7 / (0.8466667**0.5) - 0.5, rel=1e-6)
+    assert all((c.z or 0.0) >= -1.0 for f in bounded for c in f.contributions[1:])
+
+
 scored_strategy = st.dictionaries(
     st.sampled_from(["bm25", "dense", "bm25_prf", "dense_prf"]),
     st.lists(
@@ -98,16 +132,17 @@ scored_strategy = st.dictionaries(
 )
 
 
-@given(scored_strategy, st.randoms(use_true_random=False))
-def test_zscore_does_not_depend_on_the_order_of_the_lists(lists, rnd) -> None:  # type: ignore[no-untyped-def]
+@given(scored_strategy, st.randoms(use_true_random=False), st.integers(0, 30))
+def test_zscore_does_not_depend_on_the_order_of_the_lists(lists, rnd, positions) -> None:  # type: ignore[no-untyped-def]
     names = list(lists)
     rnd.shuffle(names)
-    assert zscore(lists) == zscore({name: lists[name] for name in names})
+    shuffled = {name: lists[name] for name in names}
+    assert zscore(lists, positions=positions) == zscore(shuffled, positions=positions)
 
 
-@given(scored_strategy)
-def test_zscore_scores_exactly_the_ids_in_some_list(lists) -> None:  # type: ignore[no-untyped-def]
-    fused = zscore(lists)
+@given(scored_strategy, st.integers(0, 30))
+def test_zscore_scores_exactly_the_ids_in_some_list(lists, positions) -> None:  # type: ignore[no-untyped-def]
+    fused = zscore(lists, positions=positions, min_z={"dense": -1.0})
     assert {f.chunk_id for f in fused} == {i for pairs in lists.values() for i, _ in pairs}
     scores = [f.score for f in fused]
     assert scores == sorted(scores, reverse=True)

@@ -117,12 +117,10 @@ def test_recall_cuts_the_best_hit_to_fit_rather_than_drop_it(brain: Brain) -> No
         * 20
     )
     doc = brain.ingest_markdown(policy, uri="node/SECURITY.md").document_id
-    brain.add_memory("report security bugs")  # short, and ranked below the policy
-    whole = brain.search("how to report security vulnerabilities", k=2, mode="conservative")
+    brain.add_memory("the security team meets on Fridays")  # short, and ranked below the policy
+    whole = brain.search("how to report security vulnerabilities", k=2)
     assert whole[0].document_id == doc
-    result = brain.recall(
-        "how to report security vulnerabilities", k=2, budget_tokens=40, mode="conservative"
-    )
+    result = brain.recall("how to report security vulnerabilities", k=2, budget_tokens=40)
     best = result.hits[0]
     assert best.document_id == doc and best.truncated and result.truncated
     assert len(result.hits) == 1 and result.left_out == 1  # not the lower hit in its place
@@ -135,5 +133,5 @@ def test_recall_cuts_the_best_hit_to_fit_rather_than_drop_it(brain: Brain) -> No
         f"1 passage, {result.tokens_used} of 40 tokens; passage 1 cut to fit; 1 lower hit left out"
     )
     assert recall_summary(views.recall(result)) == said
-    tiny = brain.recall("security vulnerabilities", k=2, budget_tokens=1, mode="conservative")
+    tiny = brain.recall("security vulnerabilities", k=2, budget_tokens=1)
     assert tiny.hits == () and "raise the budget" in recall_summary(views.recall(tiny))

@@ -186,3 +186,24 @@ def test_import_writes_many_chunks_and_names_the_bad_record(tmp_path: Path) -> N
     with pytest.raises(InvalidInput, match=f"import record {lines[700]} is invalid"):
         fresh.import_records(bad)
     assert fresh.stats().documents == 0 and fresh.stats().chunks == 0
+
+
+@pytest.mark.parametrize(("setting", "pragma"), [("full", 2), ("normal", 1)])
+def test_durability_sets_every_connection(tmp_path: Path, setting: str, pragma: int) -> None:
+    """An acknowledged write is on disk by default (synchronous=FULL): BRAIN_DURABILITY=normal
+    trades that for speed, on the writer's connection and every reader's alike."""
+    from nexusbrain.config import Settings
+    from nexusbrain.storage.sqlite.store import SQLiteStore
+
+    settings = Settings.from_env(tmp_path / "d.db", {"BRAIN_DURABILITY": setting})
+    store = SQLiteStore(tmp_path / "d.db", settings.storage)
+    try:
+        store.stats()
+        list(store.export_records())
+        with store._connections_lock:
+            connections = list(store._connections)
+        assert connections
+        for conn in connections:
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == pragma
+    finally:
+        store.close()

@@ -404,6 +404,23 @@ def test_search_says_what_to_do_when_nothing_matches(live_server: LiveServer, pa
     expect(page.locator("#results li")).to_have_count(0)
 
 
+def test_search_says_when_no_hit_is_a_good_match(live_server: LiveServer, page: Page) -> None:
+    seed(live_server.brain)
+    page.goto(f"{live_server.url}/app?q=ledger+drift")
+    match = page.locator("#search-match")
+    expect(match).to_contain_text("Good match (confidence")
+    expect(match).not_to_have_class(re.compile("weak"))
+    page.fill("#q", "zxqvor blenticular")
+    expect(match).to_contain_text("No good match (confidence")
+    expect(match).to_have_class(re.compile("weak"))
+    expect(page.locator(".hit").first).to_be_visible()  # balanced still shows its guesses
+    page.select_option("select[name=mode]", "conservative")
+    none = page.locator("#results .no-hits")
+    expect(none.locator("h2")).to_have_text("No good match for “zxqvor blenticular”")
+    expect(none).to_contain_text("returns nothing when nothing matches well")
+    expect(match).to_be_empty()
+
+
 def test_a_missing_document_or_entity_is_a_404_page(live_server: LiveServer, page: Page) -> None:
     seed(live_server.brain)
     response = page.goto(f"{live_server.url}/app/doc/424242")

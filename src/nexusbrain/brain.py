@@ -36,6 +36,7 @@ from nexusbrain.records import (
     StoreStats,
     WriteResult,
     WriteStatus,
+    json_problem,
 )
 from nexusbrain.retrieval.hits import with_neighbours
 from nexusbrain.retrieval.modes import PRESETS, SearchConfig
@@ -120,15 +121,18 @@ class Brain:
         *,
         settings: Settings | None = None,
         clock: Clock = utc_now,
+        create: bool = True,
     ) -> Brain:
         """The brain at `db` (a path, or a database URL), else at `settings.db`, else where
-        BRAIN_DB_URL or BRAIN_DB_PATH says, else in the platform data directory. Raises
-        ConfigError for a bad setting, StorageError when the database cannot be opened."""
+        BRAIN_DB_URL or BRAIN_DB_PATH says, else in the platform data directory; made there
+        if it does not exist, unless `create` is false. Raises ConfigError for a bad setting,
+        NotFound for a missing brain not to be made, StorageError when the database cannot
+        be opened."""
         if settings is None:
             chosen = Settings.from_env(db)
         else:
             chosen = settings if db is None else replace(settings, db=db)
-        backend = open_backend(chosen.db, chosen.lexical, chosen.storage)
+        backend = open_backend(chosen.db, chosen.lexical, chosen.storage, create=create)
         try:
             return cls(backend, load_embedder(chosen.embedder), chosen, clock=clock)
         except BaseException:
@@ -299,6 +303,9 @@ class Brain:
     def _checked_text(self, text: str, field: str) -> str:
         from nexusbrain.ingest.documents import decode_utf8
 
+        problem = json_problem({field: text})  # a lone surrogate cannot be stored as UTF-8
+        if problem:
+            raise InvalidInput(problem)
         return decode_utf8(text.encode("utf-8"), field, self.settings.limits.max_document_bytes)
 
     def _write_batch(

@@ -197,6 +197,19 @@ class RerankChange:
 
 
 @dataclass(frozen=True, slots=True)
+class Confidence:
+    """How likely a result set is to hold a good match, shared by its hits. `value`
+    estimates the chance that one of the first five hits is relevant (a logistic curve of
+    the two quantities below, fitted on the dev sets: retrieval/confidence.py,
+    docs/tuning.md); `weak` says it is low enough to call it no good match."""
+
+    value: float
+    coverage: float  # the share of the query's idf weight that the best hit holds
+    matched: float  # that weight, in units of the idf of a word no chunk holds
+    weak: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Trace:
     """Why a hit ranked where it did."""
 
@@ -205,9 +218,9 @@ class Trace:
     fusion_method: str = "rrf"  # or "zscore"
     fused_rank: int | None = None
     prf_terms: tuple[str, ...] = ()
-    # query terms so common that they only scored chunks holding a rarer query term
     rerank: RerankChange | None = None
     context: str | None = None
+    confidence: Confidence | None = None  # the result set's, the same for each of its hits
 
 
 @dataclass(frozen=True, slots=True)

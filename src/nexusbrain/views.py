@@ -9,7 +9,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from nexusbrain.clock import format_time
-from nexusbrain.records import Chunk, Document, Hit, ImportResult, Trace, WriteResult
+from nexusbrain.records import Chunk, Confidence, Document, Hit, ImportResult, Trace, WriteResult
+from nexusbrain.retrieval.confidence import describe
 
 if TYPE_CHECKING:  # the views only read these records: a search view loads none of it
     from nexusbrain.brain import BrainStats, Recall
@@ -136,6 +137,7 @@ def recall(value: Recall) -> dict[str, Any]:
         "tokens_used": value.tokens_used,
         "left_out": value.left_out,
         "truncated": value.truncated,
+        **match(value.hits),
         "hits": [hit(h) for h in value.hits],
         "graph_context": [graph_fact(f) for f in value.graph_context],
     }
@@ -287,4 +289,25 @@ def graph_fact(value: GraphFact) -> dict[str, Any]:
 
 def search(query: str, mode: str, hits: Sequence[Hit]) -> dict[str, Any]:
     """The answer to a search, the same from the CLI, HTTP and MCP."""
-    return {"query": query, "mode": str(mode), "hits": [hit(h) for h in hits]}
+    return {"query": query, "mode": str(mode), **match(hits), "hits": [hit(h) for h in hits]}
+
+
+def match(hits: Sequence[Hit]) -> dict[str, Any]:
+    """How good a match a result set is: its confidence (None when it is empty) and the
+    same in words."""
+    value = result_confidence(hits)
+    view = None
+    if value is not None:
+        view = {
+            "value": value.value,
+            "coverage": value.coverage,
+            "matched": value.matched,
+            "weak": value.weak,
+        }
+    return {"confidence": view, "match": describe(value, hits=len(hits))}
+
+
+def result_confidence(hits: Sequence[Hit]) -> Confidence | None:
+    """The result set's confidence, which every hit it ranked carries (context added to a
+    recall carries none)."""
+    return next((h.trace.confidence for h in hits if h.trace.confidence is not None), None)

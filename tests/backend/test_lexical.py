@@ -1,5 +1,6 @@
-"""Conformance: BM25 by the formula of storage/bm25.py over the analyzer's tokens, escaping,
-filters, repeated query words and text in Chinese, Japanese and Korean."""
+"""Conformance: BM25 by the formula of storage/bm25.py over the analyzer's tokens, for the
+top chunks and for any chunk asked about, escaping, filters, repeated query words and text in
+Chinese, Japanese and Korean."""
 
 from __future__ import annotations
 
@@ -79,6 +80,29 @@ def test_scores_are_fts5_s_bm25(backend: Backend, query: list[str]) -> None:
     assert got == pytest.approx(expected, rel=1e-9)
     scores = [s.score for s in found]
     assert scores == sorted(scores, reverse=True)  # best first
+
+
+@pytest.mark.parametrize("query", [["apple", "pie"], ["stone", "map", "lantern"], ["absent"]])
+def test_any_chunk_is_scored_as_search_would_score_it(backend: Backend, query: list[str]) -> None:
+    chunks = _load(backend)
+    expected = reference_bm25(query)
+    ids = [c.id for c in chunks]
+    got = backend.lexical.scores(query, [*reversed(ids), ids[0]])
+    assert got == pytest.approx({c.id: expected.get(i, 0.0) for i, c in enumerate(chunks)})
+    listed = {s.chunk_id: s.score for s in backend.lexical.search(query, 3, SearchFilters()).scored}
+    assert all(got[i] == score for i, score in listed.items())  # the same doubles
+    assert backend.lexical.scores(query, []) == {}
+
+
+def test_a_document_is_scored_by_its_best_chunk(backend: Backend) -> None:
+    one = write(backend, draft("one.md"), [chunk("apple pie", 0), chunk("apple apple tart", 1)])
+    two = write(backend, draft("two.md"), [chunk("bread", 0), chunk("stone", 1)])
+    lexical = backend.lexical
+    best = lexical.search(["apple"], 10, SearchFilters(), best_per_document=True).scored
+    first = backend.documents.chunks_of(one.document_id)[0].id
+    second = backend.documents.chunks_of(two.document_id)[0].id
+    got = lexical.scores(["apple"], [first, second], per_document=True)
+    assert got == {one.document_id: best[0].score, two.document_id: 0.0}
 
 
 def test_ties_break_by_the_lower_chunk_id(backend: Backend) -> None:

@@ -86,9 +86,17 @@ def stated_edges(db: Path) -> tuple[dict[int, set[Triple]], dict[int, set[Triple
 
 
 def logical_checks(db: Path) -> None:
+    """Every edge a live note states is current, held by that note or by another live note
+    that states it too (the lowest id: graph/service.py); every current edge a note holds, it
+    states; no retired note holds one."""
     stated, held, retired = stated_edges(db)
+    for document, triples in held.items():
+        assert triples <= stated.get(document, set()), document
+    current = {triple: owner for owner, triples in held.items() for triple in triples}
     for document, triples in stated.items():
-        assert held.get(document, set()) == triples, document
+        for triple in triples:
+            assert triple in current, (document, triple)
+            assert triple in stated.get(current[triple], set()), (document, triple)
     assert not set(held) & retired
 
 

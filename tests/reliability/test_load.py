@@ -99,7 +99,8 @@ def _drive(db: Path, url: str, seconds: float) -> tuple[list[str], list[str], di
         while not stop.is_set():
             text = f"the cli wrote lantern note zqcli{counts['cli']}"
             done = subprocess.run(
-                [sys.executable, "-m", "nexusbrain", "--db", str(db), "add", text],
+                # --local: a second process writing the same file, not a client of the server
+                [sys.executable, "-m", "nexusbrain", "--local", "--db", str(db), "add", text],
                 env=ENV,
                 capture_output=True,
                 timeout=120,

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import Depends, FastAPI, Path, Query, Request
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import JSONResponse as FrameworkJSONResponse
+from fastapi.responses import StreamingResponse
 
 from nexusbrain import __version__, views
 from nexusbrain.api.capture_routes import capture_routes
@@ -15,7 +16,28 @@ from nexusbrain.api.errors import install_error_handlers
 from nexusbrain.api.graph_routes import graph_routes
 from nexusbrain.api.guard import Guard
 from nexusbrain.api.monitor import LatencyWindow, Monitor, lifespan
+from nexusbrain.api.openapi import BODY, NDJSON_BODY, PARAMETERS, WRITES, answers, document_answers
+from nexusbrain.api.responses import (
+    BatchOut,
+    ConversationOut,
+    DeletedOut,
+    DocumentHistoryOut,
+    DocumentOut,
+    ExplanationOut,
+    HealthOut,
+    ImportOut,
+    RecallOut,
+    SearchOut,
+    StatsOut,
+    VersionOut,
+    WriteOut,
+)
 from nexusbrain.api.schemas import (
+    HAS_WORDS,
+    KINDS,
+    MAX_QUERY_CHARS,
+    TIME,
+    TIME_SCHEMA,
     ConversationIn,
     FiltersIn,
     MarkdownBatchIn,
@@ -25,6 +47,7 @@ from nexusbrain.api.schemas import (
 )
 from nexusbrain.brain import Brain
 from nexusbrain.config import ServerSettings
+from nexusbrain.errors import InvalidInput
 from nexusbrain.ingest.conversation import sessions_from_json
 from nexusbrain.jsonlines import parse_line
 from nexusbrain.records import MAX_ID, MarkdownNote, SearchFilters, SearchMode, WriteStatus
@@ -37,8 +60,8 @@ DESCRIPTION = (
 )
 
 
-class JSONResponse(Response):
-    media_type = "application/json"
+class JSONResponse(FrameworkJSONResponse):
+    """JSON by orjson (a JSON response to the framework, so OpenAPI declares JSON bodies)."""
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)
@@ -61,6 +84,7 @@ def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
         redoc_url=None,
         lifespan=lifespan(monitor, settings.envelope_check_seconds),
     )
+    document_answers(app)
     install_error_handlers(app)
     app.add_middleware(Guard, settings=settings, latencies=latencies)
     app.state.brain = brain
@@ -75,22 +99,22 @@ def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
 
 
 def _system_routes(app: FastAPI, brain: Brain, monitor: Monitor) -> None:
-    @app.get("/health", tags=["system"])
+    @app.get("/health", tags=["system"], **answers(HealthOut, token=False))
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/version", tags=["system"])
+    @app.get("/version", tags=["system"], **answers(VersionOut))
     def version() -> dict[str, Any]:
         return {"version": __version__, "schema": brain.stats().store.schema_version}
 
-    @app.get("/stats", tags=["system"])
+    @app.get("/stats", tags=["system"], **answers(StatsOut))
     def stats() -> dict[str, Any]:
         value = brain.stats()
         store = value.store
         envelope = monitor.envelope_status(store.documents, store.db_bytes, value.rss_bytes)
         return {**views.stats(value), "envelope": envelope}
 
-    @app.get("/export", tags=["system"], response_class=StreamingResponse)
+    @app.get("/export", tags=["system"], **answers(None))
     def export() -> StreamingResponse:
         def lines() -> Iterator[bytes]:
             for record in brain.export():
@@ -98,28 +122,40 @@ def _system_routes(app: FastAPI, brain: Brain, monitor: Monitor) -> None:
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
-    @app.post("/import", tags=["system"])
+    @app.post(
+        "/import",
+        tags=["system"],
+        openapi_extra=NDJSON_BODY,
+        **answers(ImportOut, 409, *BODY, *WRITES),
+    )
     async def import_(request: Request) -> dict[str, Any]:
         records = [record async for record in _ndjson(request)]
+        if not records:
+            raise InvalidInput("the import stream is empty: send the lines of an export")
         return views.import_result(brain.import_records(records))
 
 
 async def _ndjson(request: Request) -> AsyncIterator[dict[str, Any]]:
-    buffer = b""
+    """The records of an NDJSON body as it arrives. A piece without a line break is only
+    appended (splitting the whole buffer each time made one long line quadratic)."""
+    buffer = bytearray()
     line_number = 0
     async for piece in request.stream():
         buffer += piece
-        *lines, buffer = buffer.split(b"\n")
+        if b"\n" not in piece:
+            continue
+        *lines, rest = bytes(buffer).split(b"\n")
+        buffer = bytearray(rest)
         for line in lines:
             line_number += 1
             if line.strip():
                 yield parse_line(line, line_number)
     if buffer.strip():
-        yield parse_line(buffer, line_number + 1)
+        yield parse_line(bytes(buffer), line_number + 1)
 
 
 def _ingest_routes(app: FastAPI, brain: Brain) -> None:
-    @app.post("/ingest/markdown", tags=["ingest"])
+    @app.post("/ingest/markdown", tags=["ingest"], **answers(WriteOut, *BODY, *WRITES))
     def ingest_markdown(body: MarkdownIn) -> dict[str, Any]:
         result = brain.ingest_markdown(
             body.content,
@@ -130,7 +166,7 @@ def _ingest_routes(app: FastAPI, brain: Brain) -> None:
         )
         return views.write_result(result)
 
-    @app.post("/ingest/markdown/batch", tags=["ingest"])
+    @app.post("/ingest/markdown/batch", tags=["ingest"], **answers(BatchOut, *BODY, *WRITES))
     def ingest_markdown_batch(body: MarkdownBatchIn) -> dict[str, Any]:
         """Up to 1,000 documents in one transaction: the fast way to load many."""
         notes = [
@@ -147,12 +183,12 @@ def _ingest_routes(app: FastAPI, brain: Brain) -> None:
             "chunks": sum(r.chunks for r in results),
         }
 
-    @app.post("/add", tags=["ingest"])
+    @app.post("/add", tags=["ingest"], **answers(WriteOut, *BODY, *WRITES))
     def add(body: MemoryIn) -> dict[str, Any]:
         result = brain.add_memory(body.text, source=body.source, domain=body.domain, tags=body.tags)
         return views.write_result(result)
 
-    @app.post("/ingest/conversation", tags=["ingest"])
+    @app.post("/ingest/conversation", tags=["ingest"], **answers(ConversationOut, *BODY, *WRITES))
     def ingest_conversation(body: ConversationIn) -> dict[str, Any]:
         sessions = sessions_from_json([s.model_dump(exclude_none=True) for s in body.sessions])
         results = brain.ingest_conversation(
@@ -161,13 +197,16 @@ def _ingest_routes(app: FastAPI, brain: Brain) -> None:
         return {"results": [views.write_result(r) for r in results]}
 
 
+Time = Annotated[str | None, Query(description=TIME, json_schema_extra=TIME_SCHEMA)]
+
+
 def filter_params(
     domain: str | None = None,
     path_prefix: str | None = None,
     document_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
-    kind: str | None = None,
-    updated_after: str | None = None,
-    updated_before: str | None = None,
+    kind: Annotated[str | None, Query(json_schema_extra={"enum": KINDS})] = None,
+    updated_after: Time = None,
+    updated_before: Time = None,
 ) -> SearchFilters:
     return make_filters(
         domain=domain,
@@ -182,12 +221,16 @@ def filter_params(
 Filters = Annotated[SearchFilters, Depends(filter_params)]
 K = Annotated[int | None, Query(ge=1, le=1000, description="hits; default: the mode's")]
 DocumentId = Annotated[int, Path(ge=1, le=MAX_ID, description="the document's id")]
+Words = Query(
+    description="natural-language query",
+    json_schema_extra={**HAS_WORDS, "maxLength": MAX_QUERY_CHARS},
+)
 
 
 def _search_routes(app: FastAPI, brain: Brain) -> None:
-    @app.get("/search", tags=["retrieval"])
+    @app.get("/search", tags=["retrieval"], **answers(SearchOut, *PARAMETERS, *WRITES))
     def search(
-        q: Annotated[str, Query(description="natural-language query")],
+        q: Annotated[str, Words],
         filters: Filters,
         k: K = None,
         mode: SearchMode = SearchMode.BALANCED,
@@ -200,7 +243,7 @@ def _search_routes(app: FastAPI, brain: Brain) -> None:
             out["graph_context"] = [views.graph_fact(f) for f in brain.graph_context(hits)]
         return out
 
-    @app.post("/recall", tags=["retrieval"])
+    @app.post("/recall", tags=["retrieval"], **answers(RecallOut, *BODY, *WRITES))
     def recall(body: RecallIn) -> dict[str, Any]:
         result = brain.recall(
             body.query,
@@ -212,10 +255,10 @@ def _search_routes(app: FastAPI, brain: Brain) -> None:
         )
         return views.recall(result)
 
-    @app.get("/explain", tags=["retrieval"])
+    @app.get("/explain", tags=["retrieval"], **answers(ExplanationOut, 404, *PARAMETERS))
     def explain(
-        q: Annotated[str, Query(description="the query to explain")],
-        doc: Annotated[str, Query(description="document id, uri or path")],
+        q: Annotated[str, Words],
+        doc: Annotated[str, Query(min_length=1, description="document id, uri or path")],
         filters: Filters,
         k: K = None,
         mode: SearchMode = SearchMode.BALANCED,
@@ -228,21 +271,31 @@ def _search_routes(app: FastAPI, brain: Brain) -> None:
 
 
 def _document_routes(app: FastAPI, brain: Brain) -> None:
-    @app.get("/documents", tags=["documents"])
+    @app.get("/documents", tags=["documents"], **answers(DocumentOut, 404, *PARAMETERS))
     def find_document(uri: str, chunks: bool = False) -> dict[str, Any]:
         document = brain.find_document(uri)
         return views.document(document, brain.document_chunks(document.id) if chunks else None)
 
-    @app.get("/documents/{document_id}", tags=["documents"])
+    @app.get(
+        "/documents/{document_id}", tags=["documents"], **answers(DocumentOut, 404, *PARAMETERS)
+    )
     def get_document(document_id: DocumentId, chunks: bool = False) -> dict[str, Any]:
         document = brain.get_document(document_id)
         return views.document(document, brain.document_chunks(document_id) if chunks else None)
 
-    @app.get("/documents/{document_id}/history", tags=["documents"])
+    @app.get(
+        "/documents/{document_id}/history",
+        tags=["documents"],
+        **answers(DocumentHistoryOut, 404, *PARAMETERS),
+    )
     def document_history(document_id: DocumentId) -> dict[str, Any]:
         return {"id": document_id, "revisions": brain.document_history(document_id)}
 
-    @app.delete("/documents/{document_id}", tags=["documents"])
+    @app.delete(
+        "/documents/{document_id}",
+        tags=["documents"],
+        **answers(DeletedOut, 404, 415, *PARAMETERS, *WRITES),
+    )
     def delete_document(document_id: DocumentId) -> dict[str, Any]:
         retired = brain.delete_document(document_id)
         return {"id": document_id, "status": "retired" if retired else "already_retired"}

@@ -9,11 +9,12 @@ import orjson
 from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 
+from nexusbrain.api.openapi import answers
 from nexusbrain.brain import Brain
 
 
 def capture_routes(app: FastAPI, brain: Brain) -> None:
-    @app.get("/captures", tags=["system"], response_class=StreamingResponse)
+    @app.get("/captures", tags=["system"], **answers(None))
     def captures() -> StreamingResponse:
         """Captured queries, one JSON object a line, results with stable ids."""
 

@@ -18,10 +18,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 View = Mapping[str, Any]
 
 
-def _answers(ctx: click.Context) -> Answers:
+def _answers(ctx: click.Context, *, create: bool = False) -> Answers:
     from nexusbrain.cli.main import answers_of  # main imports this module to register `graph`
 
-    return answers_of(ctx)
+    return answers_of(ctx, create=create)
 
 
 def _emit(value: Any) -> None:
@@ -86,7 +86,7 @@ def add(
       nexusbrain graph add --file facts.json
     """
     request = _request(triple, valid_at, invalid_at, source, body)
-    value = _answers(ctx).graph_add(request, dry_run=dry_run)
+    value = _answers(ctx, create=not dry_run).graph_add(request, dry_run=dry_run)
     if as_json:
         _emit(value)
     else:

@@ -26,7 +26,7 @@ from nexusbrain import __version__
 from nexusbrain.cli import render
 from nexusbrain.cli.answers import Answers, Filters
 from nexusbrain.cli.graph import graph
-from nexusbrain.errors import BrainError, InvalidInput
+from nexusbrain.errors import BrainError, InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain
@@ -101,21 +101,29 @@ def emit(value: Any) -> None:
     click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
 
 
-def brain_of(ctx: click.Context) -> Brain:
-    """The brain in this process, opened on first use and closed with the command."""
+def brain_of(ctx: click.Context, *, create: bool = False) -> Brain:
+    """The brain in this process, opened on first use and closed with the command. Only the
+    commands that store (`create`) make a brain where none is: a read of a mistyped --db
+    says there is no brain there rather than leave an empty one behind."""
     brain: Brain | None = ctx.obj.get("brain")
     if brain is None:
         from nexusbrain.brain import Brain
 
-        brain = Brain.open(ctx.obj["db"])
+        try:
+            brain = Brain.open(ctx.obj["db"], create=create)
+        except NotFound as exc:
+            raise NotFound(
+                f"{exc.message}. Check --db (or BRAIN_DB_PATH); `add`, `ingest-dir` or"
+                " `import` make a brain"
+            ) from None
         ctx.obj["brain"] = brain
         ctx.call_on_close(brain.close)
     return brain
 
 
-def answers_of(ctx: click.Context) -> Answers:
+def answers_of(ctx: click.Context, *, create: bool = False) -> Answers:
     """Where the answering commands ask: the running server (unless --local), else the brain
-    in this process."""
+    in this process (made, for a command that stores, if there is none)."""
     root = ctx.find_root()
     answers: Answers | None = root.obj.get("answers")
     if answers is None:
@@ -126,7 +134,7 @@ def answers_of(ctx: click.Context) -> Answers:
         if answers is None:
             from nexusbrain.cli.local import Local
 
-            answers = Local(brain_of(root))
+            answers = Local(brain_of(root, create=create))
         root.obj["answers"] = answers
     return answers
 
@@ -189,7 +197,7 @@ def ingest_dir(
     """
     from nexusbrain import views
 
-    brain = brain_of(ctx)
+    brain = brain_of(ctx, create=True)
     with render.Bars(not as_json) as bars:
         report = brain.ingest_dir(folder, domain=domain, progress=bars)
         brain.embed_missing(bars)
@@ -227,7 +235,7 @@ def add(
     Example:
       nexusbrain add "The staging db moved to db-2 on 2025-03-01" --tag infra
     """
-    result = answers_of(ctx).add(text, source=source, domain=domain, tags=tags)
+    result = answers_of(ctx, create=True).add(text, source=source, domain=domain, tags=tags)
     if as_json:
         emit(result)
     else:
@@ -286,7 +294,7 @@ def search(
     if as_json:
         emit(found)
     else:
-        render.hits(found["hits"], explain=explain)
+        render.hits(found["hits"], explain=explain, match=found.get("match"))
 
 
 @cli.command()
@@ -387,22 +395,24 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
 
 
 @cli.command()
-@click.argument("document_id", type=int)
+@click.argument("ref")
 @json_option
 @click.pass_context
-def delete(ctx: click.Context, document_id: int, as_json: bool) -> None:
-    """Retire a document from search (its history is kept).
+def delete(ctx: click.Context, ref: str, as_json: bool) -> None:
+    """Retire a document from search, by id or by path/uri (its history is kept).
 
     \b
     Example:
       nexusbrain delete 12
+      nexusbrain delete ~/notes/old-plan.md
     """
-    retired = brain_of(ctx).delete_document(document_id)
-    status = "retired" if retired else "already_retired"
+    brain = brain_of(ctx)
+    document = brain.document(ref)
+    status = "retired" if brain.delete_document(document.id) else "already_retired"
     if as_json:
-        emit({"id": document_id, "status": status})
+        emit({"id": document.id, "uri": document.uri, "status": status})
     else:
-        click.echo(f"{status}: document {document_id}")
+        click.echo(f"{status}: document {document.id} ({document.uri})")
 
 
 @cli.command("export")
@@ -471,7 +481,7 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
     from nexusbrain import views
     from nexusbrain.jsonlines import parse_lines
 
-    result = views.import_result(brain_of(ctx).import_records(parse_lines(source)))
+    result = views.import_result(brain_of(ctx, create=True).import_records(parse_lines(source)))
     if as_json:
         emit(result)
     else:
@@ -533,7 +543,7 @@ def serve(
 
     from nexusbrain.api.server import run
 
-    brain = brain_of(ctx)
+    brain = brain_of(ctx, create=True)
     stop = threading.Event()
     watchers = [
         threading.Thread(
@@ -600,7 +610,7 @@ def mcp(ctx: click.Context, log_level: str) -> None:
     from nexusbrain.mcp_server import serve_stdio
 
     with contextlib.redirect_stdout(sys.stderr):  # nothing but protocol may reach stdout
-        brain = brain_of(ctx)
+        brain = brain_of(ctx, create=True)
         brain.embed_missing()  # as `serve` does: after a model change or an import
     serve_stdio(brain)
 

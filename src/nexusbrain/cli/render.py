@@ -104,20 +104,46 @@ def _where(hit: View) -> str:
     return f"{hit['uri']}:{f'{start}-{end}' if end != start else start}"
 
 
-def hits(found: Sequence[View], *, explain: bool = False) -> None:
-    """A search's hits (views.hit), one heading line and a snippet each."""
-    if not found:
+def hits(found: Sequence[View], *, explain: bool = False, match: str | None = None) -> None:
+    """A search's hits (views.hit), one heading line and a snippet each, after how good a
+    match they are (the view's `match`)."""
+    if match:
+        click.echo(match)
+    elif not found:
         click.echo("no hits")
-        return
     for hit in found:
         heading = " > ".join(hit["heading_path"])
-        click.echo(
-            f"{hit['rank']:>3}. {hit['score']:8.4f}  {_where(hit)}"
-            + (f"  [{heading}]" if heading else "")
-        )
+        click.echo(f"{hit['rank']:>3}. {_where(hit)}" + (f"  [{heading}]" if heading else ""))
+        click.echo(f"     {_ranked_in(hit['trace'])}")
         click.echo(f"     {_snippet(hit['text'])}")
         if explain:
+            click.echo(f"     fused score {hit['score']:.4f} ({hit['trace']['fusion_method']})")
             click.echo(_trace(hit["trace"]))
+
+
+# The lists a hit can come from, in words a reader knows (retrieval/pipeline.py's names), as
+# the web page names them (web/static/search.js).
+_LISTS = {
+    "bm25": "keywords",
+    "dense": "meaning",
+    "bm25_prf": "keywords, expanded",
+    "dense_prf": "meaning, expanded",
+}
+
+
+def _ranked_in(trace: View) -> str:
+    """Where the hit ranked in each list ("keywords #1, meaning #4"): the fused score is a sum
+    of z-scores or an RRF sum, meaningful only against the other hits of this search, so it is
+    shown with --explain (and is in --json), and how good a match the hits are is the line
+    above them."""
+    lists = [
+        f"{_LISTS.get(r['retriever'], r['retriever'])} #{r['rank']}"
+        for r in trace["retrievers"]
+        if r["rank"]
+    ]
+    rerank = trace.get("rerank")
+    moved = f", reranked from #{rerank['rank_before']}" if rerank else ""
+    return ("found by " + ", ".join(lists) if lists else "found by no list's top") + moved
 
 
 def _trace(trace: View) -> str:
@@ -151,6 +177,8 @@ def _fusion_line(f: View, method: str) -> str:
 def recall(result: View) -> None:
     """A recall (views.recall): what it holds, then the hits, each with its citation."""
     click.echo(f"{recall_summary(result)}.")
+    if result.get("match"):
+        click.echo(result["match"])
     for hit in result["hits"]:
         cut = ", cut to fit" if hit["truncated"] else ""
         click.echo(f"\n[{hit['rank']}] {_where(hit)} (revision {hit['revision'][:12]}{cut})")
@@ -208,6 +236,7 @@ _VERDICTS = {
     "filtered": "a filter excludes it",
     "not_a_candidate": "no retriever ranked it within the search's depth",
     "below_floor": "its fused score is under the mode's share of the best one",
+    "withheld": "the mode returns nothing when nothing matches well, and this search did not",
     "below_k": "it ranked below the top k",
 }
 

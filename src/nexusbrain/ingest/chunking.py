@@ -29,8 +29,16 @@ The rules, in the order they apply:
    ends its path with that heading's text, and a chunk of glued headings (rule 4) has the
    path of the last of them.
 
+6. Markup. A paragraph that shows no words when rendered (link reference definitions,
+   badges and images, HTML tags and comments) or only points elsewhere (a list whose items
+   are links: tables of contents, "See also"; ingest/markup.py) is in no chunk. It ends the
+   open chunk; a list's visible words become that chunk's `context` (the next chunk's, when
+   it comes first), which the lexical index weighs low and the embedder never sees. A text
+   that is all markup is chunked as it is, so nothing is refused for it.
+
 Hence: spans are ordered, never overlap, cover every non-whitespace character from `start`
-on, and none is over `max_chars` unless it holds a fence that is over `max_chars` by itself.
+on outside the markup of rule 6, and none is over `max_chars` unless it holds a fence that
+is over `max_chars` by itself.
 """
 
 from __future__ import annotations
@@ -38,10 +46,11 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from nexusbrain.config import ChunkingConfig
+from nexusbrain.ingest.markup import Markup, classify, visible
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
@@ -53,7 +62,8 @@ _NOT_SETEXT = re.compile(r" {0,3}(?:[-+*>]|\d{1,9}[.)])(?:[ \t]|$)")
 _SENTENCE_GAP = re.compile(r"(?<=[.?!])\s+")
 _WORD_GAP = re.compile(r"\s+")
 
-Kind = Literal["heading", "text", "fence"]
+Kind = Literal["heading", "text", "fence", "hidden", "navigation"]
+_MARKUP: dict[Markup, Kind] = {Markup.HIDDEN: "hidden", Markup.NAVIGATION: "navigation"}
 DEFAULT_CHUNKING = ChunkingConfig()
 
 
@@ -66,6 +76,7 @@ class ChunkSpan:
     line_end: int  # 1-based line of the chunk's last character
     heading_path: tuple[str, ...]  # enclosing heading texts, outermost first
     text: str  # == source[char_start:char_end]
+    context: str = ""  # the visible words of navigation blocks beside it (rule 6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +93,7 @@ class _Block:
     kind: Kind
     path: tuple[str, ...]
     level: int = 0  # heading level; 0 for other blocks
+    shown: str = ""  # a navigation block's visible words
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +104,7 @@ class _Open:
     end: int
     path: tuple[str, ...]
     headings_only: bool
+    context: tuple[str, ...] = ()
 
 
 def chunk_markdown(
@@ -100,12 +113,23 @@ def chunk_markdown(
     """The chunks of `text` from offset `start` on (offsets and lines are into all of `text`)."""
     if not 0 <= start <= len(text):
         raise ValueError(f"start={start} is outside the text (length {len(text)})")
-    blocks = _split_long(_blocks(text, start), text, config.max_chars)
+    found = list(_blocks(text, start))
+    if not any(b.kind in ("heading", "text", "fence") for b in found):
+        found = [replace(b, kind="text") for b in found]  # all markup: index it as it is
+    blocks = _split_long(iter(found), text, config.max_chars)
     line_ends = [m.end() for m in _BREAK.finditer(text)]
     return [
         _span(text, line_ends, ordinal, chunk)
         for ordinal, chunk in enumerate(_pack(blocks, config))
     ]
+
+
+def iter_markup(text: str, *, start: int = 0) -> Iterator[tuple[int, int]]:
+    """The (start, end) offsets of the hidden and navigation blocks that `chunk_markdown`
+    leaves out of every chunk's span."""
+    found = list(_blocks(text, start))
+    if any(b.kind in ("heading", "text", "fence") for b in found):
+        yield from ((b.start, b.end) for b in found if b.kind in _MARKUP.values())
 
 
 def iter_headings(text: str, *, start: int = 0) -> Iterator[Heading]:
@@ -124,6 +148,7 @@ def _span(text: str, line_ends: Sequence[int], ordinal: int, chunk: _Open) -> Ch
         line_end=bisect_right(line_ends, chunk.end - 1) + 1,
         heading_path=chunk.path,
         text=text[chunk.start : chunk.end],
+        context="\n".join(chunk.context),
     )
 
 
@@ -132,14 +157,24 @@ def _span(text: str, line_ends: Sequence[int], ordinal: int, chunk: _Open) -> Ch
 
 def _pack(blocks: Iterator[_Block], config: ChunkingConfig) -> Iterator[_Open]:
     current: _Open | None = None
+    waiting: tuple[str, ...] = ()  # navigation words met before any chunk
     for block in blocks:
+        if block.kind in ("hidden", "navigation"):
+            shown = (block.shown,) if block.shown else ()
+            if current is None:
+                waiting += shown
+                continue
+            yield replace(current, context=current.context + shown)
+            current = None  # a chunk's span never takes in a block left out
+            continue
         if current is not None and _joins(current, block, config):
             headings_only = current.headings_only and block.kind == "heading"
-            current = _Open(current.start, block.end, block.path, headings_only)
+            current = replace(current, end=block.end, path=block.path, headings_only=headings_only)
             continue
         if current is not None:
             yield current
-        current = _Open(block.start, block.end, block.path, block.kind == "heading")
+        current = _Open(block.start, block.end, block.path, block.kind == "heading", waiting)
+        waiting = ()
     if current is not None:
         yield current
 
@@ -157,7 +192,7 @@ def _joins(current: _Open, block: _Block, config: ChunkingConfig) -> bool:
 
 def _split_long(blocks: Iterator[_Block], text: str, max_chars: int) -> Iterator[_Block]:
     for block in blocks:
-        if block.kind == "fence" or block.end - block.start <= max_chars:
+        if block.kind not in ("text", "heading") or block.end - block.start <= max_chars:
             yield block
             continue
         for start, end in _pieces(text, block.start, block.end, max_chars, 0):
@@ -267,7 +302,12 @@ class _Scanner:
 
     def _close_para(self) -> Iterator[_Block]:
         if self.para is not None:
-            yield _Block(self.para[0], self.para[1], "text", self.path)
+            start, end = self.para
+            paragraph = self.text[start:end]
+            markup = classify(paragraph)
+            kind = _MARKUP.get(markup, "text")
+            shown = visible(paragraph) if markup is Markup.NAVIGATION else ""
+            yield _Block(start, end, kind, self.path, shown=shown)
             self.para = None
 
     def _heading(self, level: int, title: str, start: int, end: int) -> _Block:

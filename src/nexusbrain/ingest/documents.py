@@ -57,6 +57,7 @@ def _chunk_drafts(spans: Sequence[ChunkSpan]) -> tuple[ChunkDraft, ...]:
             line_end=s.line_end,
             heading_path=s.heading_path,
             text=s.text,
+            context=s.context,
         )
         for s in spans
     )
@@ -81,6 +82,9 @@ def prepare_markdown(
     spans = chunk_markdown(text, config, start=front.body_start)
     if not spans:
         raise InvalidInput(f"{uri}: has no text to index outside its front matter")
+    problem = json_problem({"uri": uri, "title": title or "", "domain": domain})
+    if problem:
+        raise InvalidInput(problem)
     draft = DocumentDraft(
         uri=uri,
         title=readable_title(title or "") or title_from(text, front, _fallback_title(uri)),

@@ -155,11 +155,12 @@ def recall(brain: Brain, args: RecallArgs) -> Answer:
 
 
 def recall_text(result: Recall, view: Mapping[str, Any]) -> str:
-    """Passages to paste into a prompt, each headed by its citation: [n] path:lines (revision)."""
-    said = recall_summary(view)
+    """Passages to paste into a prompt, each headed by its citation: [n] path:lines (revision),
+    after how many there are and how good a match they are."""
+    said, match = recall_summary(view), view["match"]
     if not result.hits:
-        return f"{said}."
-    parts = [f"Memory for {result.query!r}: {said}. Cite a passage by its [n]."]
+        return f"{said}. {match}"
+    parts = [f"Memory for {result.query!r}: {said}. {match} Cite a passage by its [n]."]
     for n, hit in enumerate(result.hits, start=1):
         span = f"{hit.line_start}" + (f"-{hit.line_end}" if hit.line_end != hit.line_start else "")
         heading = f" {' > '.join(hit.heading_path)}" if hit.heading_path else ""
@@ -257,7 +258,9 @@ TOOLS = (
         "Recall context",
         "Passages from memory that answer a question, within a token budget, as text ready to "
         "paste. Each passage is headed [n] path:lines (revision ...) so you can cite it. Use "
-        "this first when you need what the user's notes or earlier memories say.",
+        "this first when you need what the user's notes or earlier memories say. The text says "
+        "whether the passages are a good match; when it says no good match, memory probably "
+        "does not hold the answer: say so rather than guess from them.",
         RecallArgs,
         recall,
     ),
@@ -265,8 +268,10 @@ TOOLS = (
         "search",
         "Search memory",
         "Ranked hits for a query, each with its document, path, revision, line span, text and a "
-        "trace of why it ranked (each retriever's rank and score). Use it to explore or to "
-        "choose a document to open with get_document.",
+        "trace of why it ranked (each retriever's rank and score), and `match`: in words, "
+        "whether any hit is a good match (`confidence.value`: the estimated chance, 0 to 1, "
+        "that one of the first five hits is relevant). Use it to explore or to choose a "
+        "document to open with get_document.",
         SearchArgs,
         search,
     ),

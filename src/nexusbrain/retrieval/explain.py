@@ -19,6 +19,7 @@ class Verdict(StrEnum):
     FILTERED = "filtered"  # a filter excludes it
     NOT_A_CANDIDATE = "not_a_candidate"  # in no retriever's list, to the search's depth
     BELOW_FLOOR = "below_floor"  # under the mode's share of the best fused score
+    WITHHELD = "withheld"  # the mode returns nothing for a result set this weak
     BELOW_K = "below_k"  # ranked, but after the first k
 
 
@@ -110,6 +111,8 @@ def _verdict(
         return Verdict.NOT_A_CANDIDATE
     if fused not in answer.kept:
         return Verdict.BELOW_FLOOR
+    if not answer.hits and answer.confidence is not None and answer.confidence.weak:
+        return Verdict.WITHHELD
     return Verdict.BELOW_K
 
 

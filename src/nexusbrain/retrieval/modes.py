@@ -19,6 +19,20 @@ class PRFConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfidenceModel:
+    """The logistic curve of a result set's confidence (retrieval/confidence.py), fitted by
+    scripts/fit_confidence.py on the dev sets (docs/tuning.md)."""
+
+    intercept: float = -5.041
+    coverage: float = 6.170  # per unit of the best hit's share of the query's idf weight
+    matched: float = 2.582  # per unit of ln(1 + its rare words' worth)
+    # Under this, "no good match": held out, 1-10% of the dev questions whose first five
+    # hits hold a relevant one fall under it, and 62-100% of the questions a set cannot
+    # answer (62% on SciFact, whose words the other sets' questions share most).
+    weak_below: float = 0.3
+
+
+@dataclass(frozen=True, slots=True)
 class SearchConfig:
     k: int = 10  # hits returned when the caller does not say
     depth: int = 100  # candidates each retriever contributes to fusion
@@ -34,7 +48,15 @@ class SearchConfig:
         )
     )
     prf_config: PRFConfig = field(default_factory=PRFConfig)
+    # Z-score fusion: the lowest z a list can give. The edge model's cosine for a chunk it
+    # did not rank is weak evidence against it, so a dense list lifts candidates but sinks
+    # one at most to about its own 100th hit (whose z is near -1 for every query).
+    min_z: MappingProxyType[str, float] = field(
+        default_factory=lambda: MappingProxyType({"dense": -1.0, "dense_prf": -1.0})
+    )
     min_relative_score: float = 0.0  # drop hits whose fused score < this × the best one
+    confidence: ConfidenceModel = field(default_factory=ConfidenceModel)
+    withhold_weak: bool = False  # return nothing when the result set is no good match
     neighbours: int = 0  # recall: add this many chunks before/after each hit, as context
     graph: bool = False  # recall: add graph context for entities in the top hits
     budget_tokens: int = 2000  # recall: default token budget
@@ -43,7 +65,7 @@ class SearchConfig:
 PRESETS: MappingProxyType[SearchMode, SearchConfig] = MappingProxyType(
     {
         SearchMode.CONSERVATIVE: SearchConfig(
-            k=5, fusion="rrf", min_relative_score=0.5, budget_tokens=1000
+            k=5, min_relative_score=0.5, withhold_weak=True, budget_tokens=1000
         ),
         SearchMode.BALANCED: SearchConfig(),
         SearchMode.TOKENMAX: SearchConfig(

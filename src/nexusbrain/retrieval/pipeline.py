@@ -21,18 +21,21 @@ import numpy as np
 from nexusbrain.config import LexicalConfig
 from nexusbrain.embeddings import Embedder
 from nexusbrain.records import (
+    Confidence,
     Hit,
     RetrieverScore,
     Scored,
     SearchFilters,
     Trace,
 )
+from nexusbrain.retrieval.confidence import confidence
 from nexusbrain.retrieval.fusion import Fused, rrf, zscore
 from nexusbrain.retrieval.hits import build_hits
 from nexusbrain.retrieval.modes import SearchConfig
 from nexusbrain.retrieval.prf import rm3_terms, rocchio
 from nexusbrain.retrieval.terms import query_terms
-from nexusbrain.storage.base import DenseIndex, DocumentStore, LexicalIndex
+from nexusbrain.storage.analyzer import tokens
+from nexusbrain.storage.base import DenseIndex, DocumentStore, LexicalHits, LexicalIndex
 
 # Threads that run BM25 beside the dense search; each keeps one SQLite connection open.
 LEXICAL_WORKERS = 4
@@ -40,21 +43,27 @@ LEXICAL_WORKERS = 4
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """The fused ranking before hits are built: what `explain` inspects too."""
+    """The fused ranking before hits are built: what `explain` inspects too. `weights` are
+    the query tokens' BM25 weights (idf × query weight), `rarest` the idf of a word no chunk
+    holds."""
 
     lists: Mapping[str, list[Scored]]
     fused: list[Fused]
     prf_terms: tuple[str, ...]
+    weights: Mapping[str, float]
+    rarest: float
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A search's hits, the fused ranking they came from, and what of it passed the mode's
-    score floor (the hits are its first k)."""
+    """A search's hits, the fused ranking they came from, what of it passed the mode's
+    score floor (the hits are its first k, unless the mode withholds a weak result set),
+    and the result set's confidence (None when nothing passed)."""
 
     hits: list[Hit]
     ranked: Ranked
     kept: list[Fused]
+    confidence: Confidence | None
 
 
 class Searcher:
@@ -112,11 +121,27 @@ class Searcher:
         """The hits, and the ranking they were cut from (what `explain` reads)."""
         ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
         kept = _above_floor(ranked.fused, config.min_relative_score)
+        sure = self._confidence(ranked, kept, config)
+        shown = [] if sure is not None and sure.weak and config.withhold_weak else kept[:k]
         positions = _Positions(ranked.lists)
         traced = [
-            _traced(f, i, ranked, positions, config.fusion) for i, f in enumerate(kept[:k], 1)
+            _traced(f, i, ranked, positions, config.fusion, sure) for i, f in enumerate(shown, 1)
         ]
-        return Answer(build_hits(self.store, traced), ranked, kept)
+        return Answer(build_hits(self.store, traced), ranked, kept, sure)
+
+    def _confidence(
+        self, ranked: Ranked, kept: list[Fused], config: SearchConfig
+    ) -> Confidence | None:
+        """From the query tokens the best hit holds in any of its indexed columns."""
+        if not kept:
+            return None
+        found = self.store.fetch_chunks([kept[0].chunk_id]).get(kept[0].chunk_id)
+        held: set[str] = set()
+        if found is not None:
+            chunk = found[0]
+            for text in (chunk.text, " ".join(chunk.heading_path), chunk.context):
+                held.update(tokens(text))
+        return confidence(ranked.weights, ranked.rarest, held, config.confidence)
 
     def rank(
         self,
@@ -135,7 +160,7 @@ class Searcher:
         probes: dict[str, np.ndarray] = {}  # the centred query vector of each dense list
         index = self.index if config.dense and self.embedder is not None else None
         if index is None:
-            lists["bm25"] = self._bm25(terms, depth, filters, best_per_document)
+            found = self._bm25(terms, depth, filters, best_per_document)
         else:
             assert self.embedder is not None
             # SQLite lets go of the GIL while it reads postings (and numpy while it scores),
@@ -146,26 +171,31 @@ class Searcher:
             dense = index.search(
                 probes["dense"], depth, filters, best_per_document=best_per_document
             )
-            lists["bm25"] = lexical.result()
+            found = lexical.result()
+            lists["bm25"] = found.scored
             lists["dense"] = dense
+        lists.setdefault("bm25", found.scored)
         expansion: list[str] = []
+        worded = {"bm25": terms}  # the words of each lexical list
         feedback = lists["bm25"][: config.prf_config.feedback_docs] if config.prf else []
         if feedback:
             expansion = self._expansion_terms(feedback, terms, config)
             if expansion:
-                lists["bm25_prf"] = self._bm25(terms + expansion, depth, filters, best_per_document)
+                worded["bm25_prf"] = terms + expansion
+                prf = self._bm25(terms + expansion, depth, filters, best_per_document)
+                lists["bm25_prf"] = prf.scored
             if index is not None:
                 probes["dense_prf"] = self._rocchio(probes["dense"], feedback, config)
                 lists["dense_prf"] = index.search(
                     probes["dense_prf"], depth, filters, best_per_document=best_per_document
                 )
-        fused = self._fuse(lists, probes, config)
-        return Ranked(lists, fused, tuple(expansion))
+        fused = self._fuse(lists, probes, worded, config, depth)
+        return Ranked(lists, fused, tuple(expansion), found.weights, found.rarest)
 
     def _bm25(
         self, terms: Sequence[str], depth: int, filters: SearchFilters, best: bool
-    ) -> list[Scored]:
-        return self.lexical.search(terms, depth, filters, best_per_document=best).scored
+    ) -> LexicalHits:
+        return self.lexical.search(terms, depth, filters, best_per_document=best)
 
     def _expansion_terms(
         self, feedback: list[Scored], terms: list[str], config: SearchConfig
@@ -190,7 +220,9 @@ class Searcher:
         self,
         lists: Mapping[str, list[Scored]],
         probes: Mapping[str, np.ndarray],
+        worded: Mapping[str, list[str]],
         config: SearchConfig,
+        depth: int,
     ) -> list[Fused]:
         """RRF or z-score fusion over chunk ids; with best-per-document lists, over document
         ids, so that a document found through different chunks by different retrievers gets
@@ -202,7 +234,9 @@ class Searcher:
             fused = rrf(ids, config.weights, config.rrf_k)
         else:
             scored = {name: [(key(s), s.score) for s in found] for name, found in lists.items()}
-            fused = zscore(scored, config.weights, self._dense_scores(lists, probes, per_document))
+            extra = self._dense_scores(lists, probes, per_document)
+            extra.update(self._lexical_scores(lists, worded, per_document))
+            fused = zscore(scored, config.weights, extra, positions=depth, min_z=config.min_z)
         if not per_document:
             return fused
         shown: dict[int, tuple[int, str, int]] = {}  # document -> (rank, list name, chunk)
@@ -228,6 +262,27 @@ class Searcher:
             name: self.index.scores(probe, chunks, per_document=per_document)
             for name, probe in probes.items()
         }
+
+    def _lexical_scores(
+        self,
+        lists: Mapping[str, list[Scored]],
+        worded: Mapping[str, list[str]],
+        per_document: bool,
+    ) -> dict[str, dict[int, float]]:
+        """For z-score fusion: each lexical list's real BM25 score for the candidates it did
+        not rank. Without it a candidate only the dense list found would take BM25's lowest
+        listed score, as if it held the query's words as well as BM25's 100th hit does, and
+        push BM25's own lower ranks out of the fused top."""
+        key = _doc if per_document else _chunk
+        out: dict[str, dict[int, float]] = {}
+        for name, terms in worded.items():
+            listed = {key(s) for s in lists.get(name, [])}
+            missing = sorted(
+                {s.chunk_id for results in lists.values() for s in results if key(s) not in listed}
+            )
+            if missing:
+                out[name] = self.lexical.scores(terms, missing, per_document=per_document)
+        return out
 
 
 def _per_document(lists: Mapping[str, list[Scored]]) -> bool:
@@ -276,7 +331,12 @@ class _Positions:
 
 
 def _traced(
-    fused: Fused, rank: int, ranked: Ranked, positions: _Positions, method: str
+    fused: Fused,
+    rank: int,
+    ranked: Ranked,
+    positions: _Positions,
+    method: str,
+    sure: Confidence | None,
 ) -> tuple[int, float, Trace]:
     retrievers = []
     document = positions.document_of.get(fused.chunk_id)
@@ -290,5 +350,6 @@ def _traced(
         fusion_method=method,
         fused_rank=rank,
         prf_terms=ranked.prf_terms,
+        confidence=sure,
     )
     return fused.chunk_id, fused.score, trace

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -154,9 +154,12 @@ class DocumentStore(DocumentWrites, Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LexicalHits:
-    """A BM25 list, best first."""
+    """A BM25 list, best first; each query token's weight in it, idf × (1 + ln q) for a
+    token said q times; and `rarest`, the idf of a token no chunk holds (the largest)."""
 
     scored: list[Scored]
+    weights: Mapping[str, float] = field(default_factory=dict)
+    rarest: float = 0.0
 
 
 class LexicalIndex(Protocol):
@@ -173,6 +176,14 @@ class LexicalIndex(Protocol):
         *,
         best_per_document: bool = False,
     ) -> LexicalHits: ...
+
+    def scores(
+        self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
+    ) -> dict[int, float]:
+        """The BM25 score of each of these chunks for the terms (0.0 when it holds none of
+        them), or with `per_document`, of the best chunk of each of their documents (keyed by
+        document id): what fusion gives a candidate that another retriever found."""
+        ...
 
 
 class DenseIndex(Protocol):

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from nexusbrain.config import LexicalConfig
 from nexusbrain.records import Scored, SearchFilters
 from nexusbrain.storage.analyzer import query_tokens
+from nexusbrain.storage.base import LexicalHits
 
 Ids = NDArray[np.int64]
 Floats = NDArray[np.float64]
@@ -155,33 +156,67 @@ class PostingScorer:
         filters: SearchFilters,
         *,
         best_per_document: bool = False,
-    ) -> list[Scored]:
+    ) -> LexicalHits:
         """The top k chunks (or documents' best chunks) for these query words, best first;
         equal scores go to the lower chunk id."""
         counts = query_tokens(terms)
         if not counts or k <= 0:
-            return []
+            return LexicalHits([])
         with self.source.read() as read:
-            n_rows, n_tokens = read.totals()
-            if n_rows == 0:
-                return []
-            query = _Query(n_rows, n_tokens / n_rows, self._synced_rows(read))
-            lists = [
-                (rows, share * query_weight(count))
-                for token, count in counts.items()
-                for rows, share in (self._shares(read, query, token),)
-                if len(rows)
-            ]
+            query, lists, weights = self._weighted(read, terms)
+            rarest = idf(query.n_rows, 0)
             if not lists:
-                return []
+                return LexicalHits([], weights, rarest)
             rows, scores = _summed(lists)
             if not filters.is_empty():
                 keep = np.isin(rows, read.matching(filters))
                 rows, scores = rows[keep], scores[keep]
             if best_per_document:
-                return _best_documents(query.rows, rows, scores, k)
+                return LexicalHits(_best_documents(query.rows, rows, scores, k), weights, rarest)
             top = _top(rows, scores, k)
-            return [Scored(int(r), float(s)) for r, s in zip(top[0], top[1], strict=True)]
+            found = [Scored(int(r), float(s)) for r, s in zip(top[0], top[1], strict=True)]
+            return LexicalHits(found, weights, rarest)
+
+    def scores(
+        self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
+    ) -> dict[int, float]:
+        """The BM25 score of each of these chunks for the query words (0.0 for a chunk that
+        holds none of them), or with `per_document`, of the best chunk of each of their
+        documents, keyed by document id. Ids past every chunk the index has seen are left out.
+        Cheap next to `search`: the postings of the query's tokens are cached by then."""
+        if not chunk_ids:
+            return {}
+        with self.source.read() as read:
+            query, lists, _ = self._weighted(read, terms)
+            wanted = np.unique(np.fromiter(chunk_ids, np.int64, len(chunk_ids)))
+            wanted = wanted[(wanted > 0) & (wanted < len(query.rows.sizes))]
+            if per_document:
+                return _document_scores(query.rows, lists, wanted)
+            summed = np.zeros(len(wanted), np.float64)
+            for rows, share in lists:
+                at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
+                held = rows[at] == wanted
+                summed[held] += share[at[held]]
+            return dict(zip(wanted.tolist(), summed.tolist(), strict=True))
+
+    def _weighted(
+        self, read: PostingsRead, terms: Sequence[str]
+    ) -> tuple[_Query, list[Shares], dict[str, float]]:
+        """The read's statistics; each query token's rows with its share of their scores,
+        times the token's query weight (tokens no row holds left out); and each token's
+        weight, idf × query weight (tokens no row holds included)."""
+        n_rows, n_tokens = read.totals()
+        query = _Query(n_rows, n_tokens / n_rows if n_rows else 0.0, self._synced_rows(read))
+        if n_rows == 0:
+            return query, [], {}
+        lists: list[Shares] = []
+        weights: dict[str, float] = {}
+        for token, count in query_tokens(terms).items():
+            rows, share = self._shares(read, query, token)
+            weights[token] = query_weight(count) * idf(n_rows, len(rows))
+            if len(rows):
+                lists.append((rows, share * query_weight(count)))
+        return query, lists, weights
 
     def _synced_rows(self, read: PostingsRead) -> _Rows:
         """Every chunk's length and document, as this read sees them. A read that may roll
@@ -240,6 +275,26 @@ def _summed(lists: list[Shares]) -> tuple[Ids, Floats]:
     held, inverse = np.unique(rows, return_inverse=True)
     scores = np.bincount(inverse, weights=weights, minlength=len(held)).astype(np.float64)
     return held.astype(np.int64, copy=False), scores
+
+
+def _document_scores(known: _Rows, lists: list[Shares], wanted: Ids) -> dict[int, float]:
+    """The best score among each wanted chunk's document's chunks (0.0 when none holds a
+    query token), keyed by document id."""
+    documents = np.unique(known.documents[wanted])
+    best = dict.fromkeys(documents.tolist(), 0.0)
+    held = [
+        (rows[keep], share[keep])
+        for rows, share in lists
+        for keep in (np.isin(known.documents[rows], documents),)
+        if keep.any()
+    ]
+    if held:
+        rows, scores = _summed(held)
+        order = np.lexsort((rows, -scores))
+        of_row = known.documents[rows[order]]
+        _, first = np.unique(of_row, return_index=True)
+        best.update(zip(of_row[first].tolist(), scores[order][first].tolist(), strict=True))
+    return best
 
 
 def _top(rows: Ids, scores: Floats, k: int) -> tuple[Ids, Floats]:

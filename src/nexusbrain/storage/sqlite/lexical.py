@@ -100,10 +100,17 @@ class SQLiteLexicalIndex:
         best_per_document: bool = False,
     ) -> LexicalHits:
         try:
-            found = self._scorer.search(terms, k, filters, best_per_document=best_per_document)
+            return self._scorer.search(terms, k, filters, best_per_document=best_per_document)
         except sqlite3.OperationalError as exc:
             raise StorageError(f"lexical search failed for {list(terms)!r}: {exc}") from exc
-        return LexicalHits(found)
+
+    def scores(
+        self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
+    ) -> dict[int, float]:
+        try:
+            return self._scorer.scores(terms, chunk_ids, per_document=per_document)
+        except sqlite3.OperationalError as exc:
+            raise StorageError(f"lexical scoring failed for {list(terms)!r}: {exc}") from exc
 
     @contextmanager
     def read(self) -> Iterator[_Read]:

@@ -7,6 +7,7 @@
   const form = document.getElementById("search-form");
   const results = document.getElementById("results");
   const status = document.getElementById("search-status");
+  const match = document.getElementById("search-match");
   const empty = document.getElementById("search-empty");
   let controller = null;
   let shown = null;
@@ -33,6 +34,7 @@
       shown = query;
       results.replaceChildren();
       status.textContent = "";
+      match.textContent = "";
       return;
     }
     controller = new AbortController();
@@ -46,6 +48,7 @@
       if (error.name === "AbortError") return;
       shown = null;
       results.replaceChildren();
+      match.textContent = "";
       NB.fail(status, error);
     }
   }
@@ -54,26 +57,34 @@
     const stems = NB.terms(params.q);
     const count = body.hits.length;
     status.textContent = count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "";
-    results.replaceChildren(...(count ? body.hits.map((hit) => hitItem(hit, stems, params)) : [noHits(params)]));
+    // How good a match the hits are, in the server's words (retrieval/confidence.py).
+    match.textContent = count ? body.match : "";
+    match.classList.toggle("weak", Boolean(body.confidence && body.confidence.weak));
+    results.replaceChildren(...(count ? body.hits.map((hit) => hitItem(hit, stems, params)) : [noHits(params, body)]));
   }
 
-  /** What to try when nothing matched: the filters first, since they narrow every search. */
-  function noHits(params) {
+  /** What to try when nothing came back: the filters first, since they narrow every search;
+      then conservative mode, which returns nothing when nothing matches well. */
+  function noHits(params, body) {
     const filters = ["domain", "path_prefix"].filter((name) => params[name]);
+    const strict = body.mode === "conservative";
     const advice = empty.dataset.documents === "0" ? "There are no documents in this brain yet."
       : filters.length
       ? `The ${filters.map((f) => f.replace("_", " ")).join(" and ")} filter${filters.length > 1 ? "s" : ""} may be too narrow: clear ${filters.length > 1 ? "them" : "it"} to search everything.`
+      : strict
+      ? "Conservative mode returns nothing when nothing matches well. Balanced shows its best guesses, marked as such."
       : "Try other words, fewer words, or the tokenmax mode, which looks deeper.";
-    return h("li", { class: "empty-state no-hits" },
-      h("h2", {}, `No hits for “${params.q}”`), h("p", {}, advice));
+    const title = strict ? `No good match for “${params.q}”` : `No hits for “${params.q}”`;
+    return h("li", { class: "empty-state no-hits" }, h("h2", {}, title), h("p", {}, advice));
   }
 
   // The lists a hit can come from, in words a reader knows (retrieval/pipeline.py's names).
   const LISTS = { bm25: "keywords", dense: "meaning", bm25_prf: "keywords, expanded", dense_prf: "meaning, expanded" };
 
   /** "#2 · keywords #1, meaning #4": where the hit ranked, and in which lists. The fused score
-      is a z-score or an RRF sum, meaningful only against the other hits of this search (a
-      lone hit scores 0), so it stays in the explanation and the tooltip. */
+      is a sum of z-scores or an RRF sum, meaningful only against the other hits of this
+      search, so it stays in the explanation and the tooltip; how good a match the hits are
+      is the line above them. */
   function rankText(hit) {
     const lists = hit.trace.retrievers.filter((r) => r.rank).map((r) => `${LISTS[r.retriever] || r.retriever} #${r.rank}`);
     const rerank = hit.trace.rerank ? `, reranked from #${hit.trace.rerank.rank_before}` : "";
@@ -149,7 +160,7 @@
     });
     const method = zscore ? "Z-score fusion (weight × standardised score)" : "Reciprocal rank fusion";
     const caption = fusion.length
-      ? `${method}: fused score ${NB.number(hit.score, 4)}, fused rank ${trace.fused_rank ?? hit.rank}. The fused score only orders the hits of this search${zscore ? ": it is relative to their mean, so a lone hit scores 0" : ""}.`
+      ? `${method}: fused score ${NB.number(hit.score, 4)}, fused rank ${trace.fused_rank ?? hit.rank}. The fused score only orders the hits of this search${zscore ? ": each list's scores are taken relative to the mean of its top hits" : ""}.`
       : "Each retriever's rank and raw score";
     const parts = [h("div", { class: "chart-wrap" }, h("table", { class: "chart" },
       h("caption", {}, caption),

@@ -1,0 +1,129 @@
+"""Leave-one-dataset-out choice of the fusion constants over the five dev sets.
+
+Usage:
+  python scripts/fusion_lodo.py --datasets ../shared/datasets --profile edge
+      [--work /tmp/nexusbrain-tune] [--json lodo.json]
+
+Scores a grid of `balanced` variants (the dense weight × the dense list's lowest z) in
+process, with tune_hybrid.py's brains and metrics, and each against BM25 alone by the paired
+bootstrap (10,000 resamples, seeded per comparison). The rule a variant must meet on a set:
+the main metric (nDCG@10; R@5 on LoCoMo) at or above BM25's, the 95% interval of the
+difference not below -0.005, and recall@100 no more than 0.005 below BM25's. Then, for each
+set held out, the variant chosen on the other four by two objectives:
+
+- gain: among the variants meeting the rule on all four, the highest mean gain;
+- robust: among those, the highest mean lower bound of the interval (the safest gain);
+
+and how it does on the held-out set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+import tune_hybrid as th
+
+from nexusbrain.evals.bootstrap import comparison_seed, paired_bootstrap
+
+WEIGHTS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+FLOORS = (None, -1.5, -1.0, -0.5)
+SETS = (*th.BEIR_SETS, "locomo")
+MAIN = {name: "ndcg@10" for name in th.BEIR_SETS} | {"locomo": "recall@5"}
+
+
+def grid() -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {"bm25": {"dense": False}}
+    for weight, floor in itertools.product(WEIGHTS, FLOORS):
+        min_z = {} if floor is None else {"dense": floor, "dense_prf": floor}
+        out[f"w{weight} z>={floor}"] = {"weights": {"bm25": 1.0, "dense": weight}, "min_z": min_z}
+    return out
+
+
+def scored(args: argparse.Namespace, configs: dict[str, dict[str, Any]]) -> th.Results:
+    results: th.Results = {}
+    for name, (split, graded) in th.BEIR_SETS.items():
+        corpus, queries, qrels = th.beir(args.datasets / name, split)
+        settings = th.brain_for(args.work, name, args.profile, th.fill_beir(corpus))
+        results[name] = th.run_beir(settings, queries, qrels, graded, configs)
+    samples = th.locomo(args.datasets / "locomo" / "locomo_dev.json")
+    settings = th.brain_for(args.work, "locomo", args.profile, th.fill_locomo(samples))
+    results["locomo"] = th.run_locomo(settings, samples, configs)
+    return results
+
+
+def judged(results: th.Results) -> dict[str, dict[str, dict[str, float | bool]]]:
+    """variant -> set -> gain, interval and whether the rule holds."""
+    out: dict[str, dict[str, dict[str, float | bool]]] = {}
+    for variant in results[SETS[0]]:
+        if variant == "bm25":
+            continue
+        out[variant] = {}
+        for name in SETS:
+            metric = MAIN[name]
+            base, mine = results[name]["bm25"], results[name][variant]
+            boot = paired_bootstrap(
+                base["per_query"][metric],
+                mine["per_query"][metric],
+                seed=comparison_seed(42, name, metric, "bm25", variant),
+            )
+            recall_gap = mine["recall@100"] - base["recall@100"]
+            out[variant][name] = {
+                "gain": boot.mean_difference,
+                "low": boot.low,
+                "high": boot.high,
+                "recall_gap": recall_gap,
+                "ok": boot.mean_difference >= 0 and boot.low >= -0.005 and recall_gap >= -0.005,
+            }
+    return out
+
+
+def folds(table: dict[str, dict[str, dict[str, float | bool]]]) -> list[dict[str, Any]]:
+    out = []
+    for held in SETS:
+        train = [name for name in SETS if name != held]
+        meeting = [v for v in table if all(table[v][n]["ok"] for n in train)] or list(table)
+        for objective, key in (("gain", "gain"), ("robust", "low")):
+            chosen = max(meeting, key=lambda v, k=key: mean(float(table[v][n][k]) for n in train))
+            out.append(
+                {"held_out": held, "objective": objective, "chosen": chosen} | table[chosen][held]
+            )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--datasets", type=Path, default=Path("../shared/datasets"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/nexusbrain-tune"))
+    parser.add_argument("--profile", default="edge")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    table = judged(scored(args, grid()))
+    print("\nvariant | " + " | ".join(SETS))
+    for variant, row in table.items():
+        cells = [
+            f"{row[n]['gain']:+.4f} [{row[n]['low']:+.4f}, {row[n]['high']:+.4f}]"
+            + (" ok" if row[n]["ok"] else " --")
+            for n in SETS
+        ]
+        print(f"{variant} | " + " | ".join(cells))
+    print("\nheld out | objective | chosen on the other four | held-out gain [95% CI] | rule")
+    chosen = folds(table)
+    for fold in chosen:
+        print(
+            f"{fold['held_out']} | {fold['objective']} | {fold['chosen']} | {fold['gain']:+.4f}"
+            f" [{fold['low']:+.4f}, {fold['high']:+.4f}] | {'met' if fold['ok'] else 'missed'}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"table": table, "folds": chosen}), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

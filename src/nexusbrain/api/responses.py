@@ -1,0 +1,370 @@
+"""The models of the answers: what views.py returns, declared so that the OpenAPI document is
+the truth. Documentation only: the routes send the views' dicts as they are (views.py stays
+the one place that shapes JSON), and tests check real answers against these models
+(tests/test_openapi.py) and every fuzzed answer against the document
+(tests/reliability/test_fuzz.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nexusbrain.records import DocumentKind, RetireReason, SearchMode, WriteStatus
+from nexusbrain.retrieval.explain import Verdict
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ErrorDetail(Out):
+    code: str = Field(description="a stable name: not_found, invalid_input, too_large, busy...")
+    message: str = Field(description="what was wrong, naming the value, and the fix")
+
+
+class ErrorOut(Out):
+    """Every error, whatever its status."""
+
+    error: ErrorDetail
+
+
+# system
+
+
+class HealthOut(Out):
+    status: str = Field(description='always "ok": a liveness probe, open without the token')
+
+
+class VersionOut(Out):
+    version: str
+    schema_: int = Field(alias="schema", description="the database's schema version")
+
+
+class BreachOut(Out):
+    limit: str
+    value: float
+    max: float
+    message: str
+
+
+class EnvelopeOut(Out):
+    name: str
+    ok: bool
+    limits: dict[str, float]
+    observed: dict[str, float | None]
+    breaches: list[BreachOut]
+
+
+class StatsOut(Out):
+    version: str
+    db_path: str
+    documents: int
+    retired_documents: int
+    chunks: int
+    db_bytes: int
+    rss_bytes: int
+    schema_version: int
+    envelope: EnvelopeOut
+
+
+class ImportOut(Out):
+    """What the import did. Into a brain with data, documents are matched by uri."""
+
+    documents: int = Field(description="created")
+    chunks: int
+    records: int
+    updated: int = Field(description="took the import's newer version")
+    unchanged: int = Field(description="the same revision")
+    kept: int = Field(description="newer here (the import's revisions join their history)")
+    entities: int
+    relationships: int = Field(description="versions added")
+    duplicates: int = Field(description="facts held already")
+    retired: int = Field(description="facts here that gave way to an updated note's")
+    kept_facts: int = Field(description="stated by a note whose version here is the newer")
+
+
+# writes
+
+
+class WriteOut(Out):
+    status: WriteStatus
+    id: int
+    revision: str
+    chunks: int
+
+
+class WriteCountsOut(Out):
+    created: int
+    updated: int
+    duplicate: int
+
+
+class BatchOut(Out):
+    results: list[WriteOut]
+    counts: WriteCountsOut
+    chunks: int
+
+
+class ConversationOut(Out):
+    results: list[WriteOut] = Field(description="one for each session")
+
+
+# search
+
+
+class SpanOut(Out):
+    char_start: int
+    char_end: int = Field(description="exclusive")
+    line_start: int = Field(description="from 1")
+    line_end: int
+
+
+class RetrieverOut(Out):
+    retriever: str
+    rank: int
+    score: float
+
+
+class FusionOut(Out):
+    retriever: str
+    weight: float
+    rank: int | None
+    contribution: float
+    z: float | None
+
+
+class RerankOut(Out):
+    model: str
+    rank_before: int
+    rank_after: int
+    score: float
+
+
+class TraceOut(Out):
+    """Why a hit ranked where it did. The keys after `retrievers` are present when they apply."""
+
+    retrievers: list[RetrieverOut]
+    fusion: list[FusionOut] = []
+    fusion_method: str = Field(default="rrf", description="rrf or zscore")
+    fused_rank: int | None = None
+    prf_terms: list[str] = []
+    rerank: RerankOut | None = None
+    context: str | None = None
+
+
+class HitOut(Out):
+    rank: int
+    score: float
+    chunk_id: int
+    document_id: int
+    uri: str
+    title: str
+    domain: str
+    kind: DocumentKind
+    revision: str
+    unit: str | None
+    heading_path: list[str]
+    span: SpanOut
+    text: str
+    truncated: bool = Field(description="recall cut its text to fit the budget (span says where)")
+    trace: TraceOut
+
+
+class RelationshipOut(Out):
+    id: int
+    from_: str = Field(alias="from")
+    from_id: int
+    type: str
+    to: str
+    to_id: int
+    valid_at: str | None
+    invalid_at: str | None
+    created_at: str | None
+    superseded_at: str | None
+    current: bool
+    reason: RetireReason | None
+    source: str | None
+    supersedes: int | None
+
+
+class GraphTraceOut(Out):
+    context: str
+    entity: str
+    hit_rank: int
+
+
+class GraphFactOut(Out):
+    text: str
+    relationship: RelationshipOut
+    trace: GraphTraceOut
+
+
+class ConfidenceOut(Out):
+    value: float = Field(description="the chance that one of the first five hits is relevant")
+    coverage: float = Field(description="the share of the query's idf weight the best hit holds")
+    matched: float = Field(description="that weight, in idfs of a word no chunk holds")
+    weak: bool = Field(description="too low to call it a good match")
+
+
+class SearchOut(Out):
+    query: str
+    mode: SearchMode
+    confidence: ConfidenceOut | None = Field(description="null when there are no hits")
+    match: str = Field(description="the confidence in words")
+    hits: list[HitOut]
+    graph_context: list[GraphFactOut] = Field(default=[], description="with graph=true")
+
+
+class RecallOut(Out):
+    query: str
+    budget_tokens: int
+    tokens_used: int
+    left_out: int = Field(description="hits that did not fit the budget")
+    truncated: bool = Field(description="a hit's text was cut to fit")
+    confidence: ConfidenceOut | None
+    match: str
+    hits: list[HitOut]
+    graph_context: list[GraphFactOut]
+
+
+class ListPositionOut(Out):
+    retriever: str
+    rank: int | None = Field(description="null: not in that list, to the search's depth")
+    score: float | None
+    chunk_id: int | None
+
+
+class ExplanationOut(Out):
+    query: str
+    document_id: int
+    uri: str
+    mode: SearchMode
+    k: int
+    best_per_document: bool
+    verdict: Verdict
+    returned: bool
+    retired: bool
+    rank: int | None = Field(description="the document's place among the search's hits")
+    chunk_id: int | None = Field(description="the chunk that rank (or the fused rank) is about")
+    fused_rank: int | None
+    fused_score: float | None
+    excluded_by: list[str] = Field(description="the filters the document fails")
+    lists: list[ListPositionOut]
+    depth: int
+
+
+# documents
+
+
+class ChunkOut(Out):
+    id: int
+    ordinal: int
+    span: SpanOut
+    heading_path: list[str]
+    unit: str | None
+    meta: dict[str, Any]
+    text: str
+
+
+class DocumentOut(Out):
+    id: int
+    uri: str
+    title: str
+    domain: str
+    kind: DocumentKind
+    revision: str
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+    deleted_at: str | None
+    content: str
+    chunks: list[ChunkOut] = Field(default=[], description="with chunks=true")
+
+
+class RevisionOut(Out):
+    revision: str
+    title: str
+    event: str = Field(description="created, updated or retired")
+    recorded_at: str
+
+
+class DocumentHistoryOut(Out):
+    id: int
+    revisions: list[RevisionOut]
+
+
+class DeletedOut(Out):
+    id: int
+    status: str = Field(description="retired, or already_retired")
+
+
+# graph
+
+
+class EntityOut(Out):
+    id: int
+    key: str
+    name: str
+    type: str | None
+    aliases: list[str]
+
+
+class EntityOutcomeOut(EntityOut):
+    status: WriteStatus
+    id: int | None = Field(description="null in a dry run, for an entity it would create")  # type: ignore[assignment]
+
+
+class RetiredOut(Out):
+    id: int | None
+    reason: RetireReason
+    replaced_by: int | None
+
+
+class RelationshipOutcomeOut(Out):
+    id: int | None = Field(description="null in a dry run, for a fact it would create")
+    status: WriteStatus = Field(description="created or duplicate")
+    from_: str = Field(alias="from")
+    type: str
+    to: str
+    valid_at: str | None
+    invalid_at: str | None
+    source: str | None
+    supersedes: int | None
+    retired: list[RetiredOut]
+
+
+class GraphIngestOut(Out):
+    at: str
+    dry_run: bool
+    relationships: list[RelationshipOutcomeOut]
+    entities: list[EntityOutcomeOut]
+
+
+class HistoryOut(Out):
+    id: int
+    versions: list[RelationshipOut] = Field(description="oldest first")
+    current: RelationshipOut | None
+
+
+class RelationsOut(Out):
+    as_of_valid: str | None
+    as_of_known: str | None
+    relationships: list[RelationshipOut]
+
+
+class HopOut(Out):
+    depth: int
+    path: list[int] = Field(description="the relationship ids from the start")
+    relationship: RelationshipOut
+    valid_from: str | None
+    valid_until: str | None
+
+
+class TraversalOut(Out):
+    from_: EntityOut = Field(alias="from")
+    depth: int
+    as_of_valid: str | None
+    as_of_known: str | None
+    hops: list[HopOut]
+    truncated: bool
