@@ -50,12 +50,18 @@ def run(
         mount_mcp(app, brain, settings)
     config = uvicorn_config(app, settings, log_level)
     url = local_url(settings.host, bound)
-    discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
+    previous = signal.signal(signal.SIGTERM, _stop)
     try:
+        # Said before it is announced: a client that finds the discovery file, then stops
+        # the server, has had its banner (SIGTERM, handled from here, lets stdout flush).
         if on_listen is not None:
             on_listen(url)
-        _run_until_stopped(uvicorn.Server(config), listener)
+        discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
+        uvicorn.Server(config).run(sockets=[listener])
+    except _Stopped:
+        log.info("stopped by SIGTERM")
     finally:
+        signal.signal(signal.SIGTERM, previous)
         discovery.withdraw(brain.settings.db)
         listener.close()
 
@@ -77,23 +83,12 @@ def uvicorn_config(app: ASGIApp, settings: ServerSettings, log_level: str) -> uv
 
 
 class _Stopped(Exception):
-    """SIGTERM, once uvicorn has shut down gracefully."""
+    """SIGTERM, once uvicorn has shut down gracefully (uvicorn then raises the signal again:
+    its default would end the process before the discovery file is removed)."""
 
 
 def _stop(signum: int, frame: object) -> None:
     raise _Stopped
-
-
-def _run_until_stopped(server: uvicorn.Server, listener: socket.socket) -> None:
-    """Run until SIGINT or SIGTERM. uvicorn shuts down gracefully, then raises the signal
-    again: SIGTERM's default would end the process before the discovery file is removed."""
-    previous = signal.signal(signal.SIGTERM, _stop)
-    try:
-        server.run(sockets=[listener])
-    except _Stopped:
-        log.info("stopped by SIGTERM")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def listen(host: str, port: int) -> socket.socket:
