@@ -23,6 +23,7 @@ from nexusbrain.errors import ConfigError
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, Scored, SearchFilters
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.storage.analyzer import analyzed, tokens
+from nexusbrain.storage.bm25 import distinct
 from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex, record_sums, varints
 from nexusbrain.storage.sqlite.migrations import MIGRATIONS
 from nexusbrain.storage.sqlite.store import SQLiteStore
@@ -268,3 +269,10 @@ def test_searches_on_several_threads_while_writes_land(store: SQLiteStore) -> No
     assert np.all(
         np.isfinite([s.score for t in queries for s in index.search(t, 5, SearchFilters()).scored])
     )
+
+
+@given(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=60))
+def test_distinct_is_numpy_s_unique(values: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    got = distinct(array)
+    assert got.dtype == np.int64 and got.tolist() == np.unique(array).tolist()
