@@ -208,12 +208,22 @@ def test_an_import_that_contradicts_the_brain_is_refused_with_409(
 
 def test_token_is_required_when_set(token_server: LiveServer) -> None:
     with token_server.client() as http:
-        assert_error(http.get("/health"), 401, "unauthorized")
+        assert_error(http.get("/stats"), 401, "unauthorized")
         assert_error(
-            http.get("/health", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized"
+            http.get("/stats", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized"
         )
-        ok = http.get("/health", headers={"Authorization": "Bearer s3cret-token"})
+        ok = http.get("/stats", headers={"Authorization": "Bearer s3cret-token"})
         assert ok.status_code == 200
+
+
+def test_health_answers_a_probe_without_the_token_and_says_nothing_more(
+    token_server: LiveServer,
+) -> None:
+    with token_server.client() as http:
+        probe = http.get("/health")
+        assert probe.status_code == 200 and probe.json() == {"status": "ok"}
+        assert_error(http.get("/health/../stats"), 401, "unauthorized")
+        assert_error(http.get("/version"), 401, "unauthorized")
 
 
 def test_binding_beyond_loopback_needs_a_token() -> None:
@@ -252,3 +262,20 @@ def test_openapi_schema_is_served_and_lists_the_routes(live_server: LiveServer) 
         "/health",
     ):
         assert path in schema["paths"], path
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"text": "a",}', "the body is not valid JSON: Expecting property name"),
+        (b"[1, 2]", "body: expected a JSON object, got an array"),
+        (b'"a note"', "body: expected a JSON object, got a string"),
+    ],
+)
+def test_a_body_that_is_not_an_object_says_what_and_where(
+    live_server: LiveServer, body: bytes, message: str
+) -> None:
+    with live_server.client() as http:
+        answer = http.post("/add", content=body, headers={"Content-Type": "application/json"})
+        error = assert_error(answer, 422, "invalid_input")
+        assert error["message"].startswith(message), error["message"]

@@ -29,3 +29,18 @@ def recall_summary(view: Mapping[str, Any]) -> str:
     if left_out:
         told.append(f"{count(left_out, 'lower hit')} left out")
     return "; ".join(told)
+
+
+def relationship_line(
+    source: str, kind: str, target: str, start: str, end: str, rid: int, *, cite: bool = True
+) -> str:
+    """'alice manages bob (valid 2020-01-01..2023-01-01) [relationship 7]' (the id if cite);
+    start and end are the window's ends as they are to be shown, '' when open."""
+    if start and end:
+        window = f" (valid {start}..{end})"
+    elif start or end:
+        window = f" (valid from {start})" if start else f" (valid until {end})"
+    else:
+        window = ""
+    text = f"{source} {kind} {target}{window}"
+    return f"{text} [relationship {rid}]" if cite else text

@@ -53,6 +53,7 @@ def test_a_full_disk_refuses_writes_clearly_and_loses_nothing(small_disk: Path) 
         texts = {r["content"] for r in brain.export() if r["type"] == "document"}
     assert set(kept) <= texts
     file_checks(db)
+    print(f"full disk: {len(kept)} acknowledged before it filled, 0 lost")
 
 
 def test_a_read_only_file_system_gives_a_clear_error(small_disk: Path) -> None:
@@ -111,6 +112,10 @@ def test_a_disk_filling_under_http_writers_answers_507_and_loses_nothing(small_d
         texts = {r["content"] for r in brain.export() if r["type"] == "document"}
     assert set(kept) <= texts
     file_checks(db)
+    refused = statuses.count(507)
+    print(
+        f"disk filling under 4 writers: {len(kept)} acknowledged, {refused} refused (507), 0 lost"
+    )
 
 
 WRITER = """

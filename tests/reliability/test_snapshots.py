@@ -59,6 +59,7 @@ def test_exports_during_writes_are_snapshots_and_no_write_fails(live_server: Liv
         consistent(records)
     stats = live_server.brain.stats().store
     assert stats.documents == WRITERS * WRITES
+    print(f"exports during writes: {len(exports)} exports, {stats.documents} writes, 0 failed")
 
 
 def test_a_backup_while_the_server_writes_is_a_whole_brain(

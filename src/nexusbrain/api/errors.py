@@ -67,9 +67,24 @@ def status_of(exc: BrainError) -> int:
 def _validation_message(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        loc = err.get("loc", ())
+        kind = err.get("type")
+        if kind == "json_invalid":  # loc is ("body", character offset)
+            at = loc[1] if len(loc) > 1 else "?"
+            reason = (err.get("ctx") or {}).get("error", "not JSON")
+            parts.append(f"the body is not valid JSON: {reason} at character {at}")
+            continue
+        where = ".".join(str(p) for p in loc if p != "body") or "body"
+        if kind in ("model_attributes_type", "dict_type"):
+            got = type(err.get("input")).__name__
+            parts.append(f"{where}: expected a JSON object, got {_JSON_NAMES.get(got, got)}")
+            continue
         parts.append(f"{where}: {err.get('msg', 'invalid')}")
     return "; ".join(parts)
+
+
+_JSON_NAMES = {"list": "an array", "str": "a string", "int": "a number", "float": "a number"}
+_JSON_NAMES |= {"bool": "true or false", "NoneType": "null", "bytes": "bytes"}
 
 
 def install_error_handlers(app: FastAPI) -> None:

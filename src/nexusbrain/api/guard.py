@@ -32,6 +32,8 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 MIN_TOKEN_CHARS = 32
 MIN_TOKEN_DISTINCT = 8  # 32 random hex digits hold about 14 different ones, under 8 ~never
+# Liveness probes carry no token; /health answers {"status": "ok"} and nothing else.
+OPEN_PATH = "/health"
 MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
 
@@ -94,7 +96,11 @@ class Guard:
         if wait > 0:
             await self._rate_limited(wait)(scope, receive, send)
             return
-        if self.settings.token and not self._authorised(scope, headers):
+        if (
+            self.settings.token
+            and scope["path"] != OPEN_PATH
+            and not self._authorised(scope, headers)
+        ):
             await self._unauthorised(scope)(scope, receive, send)
             return
         limit = self._limit(scope)

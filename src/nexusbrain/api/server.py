@@ -157,11 +157,12 @@ def uvicorn_config(app: ASGIApp, settings: ServerSettings, log_level: str) -> uv
 
 
 class _Stopped(Exception):
-    """SIGTERM, once uvicorn has shut down gracefully (uvicorn then raises the signal again:
-    its default would end the process before the discovery file is removed)."""
+    """SIGTERM, once uvicorn has shut down gracefully."""
 
 
 def _stop(signum: int, frame: object) -> None:
+    """uvicorn shuts down gracefully on SIGTERM, then raises it again: its default would end
+    the process before the discovery file is removed."""
     raise _Stopped
 
 

@@ -13,6 +13,7 @@ import orjson
 
 from nexusbrain.cli.answers import Answers
 from nexusbrain.errors import InvalidInput
+from nexusbrain.summaries import relationship_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 View = Mapping[str, Any]
@@ -198,14 +199,7 @@ def describe(r: View, *, cite: bool = True) -> str:
     """graph.model.describe, from a relationship's view: 'alice manages bob (valid
     2020-01-01..2023-01-01) [relationship 7]' (the id if cite)."""
     start, end = _short(r["valid_at"]), _short(r["invalid_at"])
-    if start and end:
-        window = f" (valid {start}..{end})"
-    elif start or end:
-        window = f" (valid from {start})" if start else f" (valid until {end})"
-    else:
-        window = ""
-    text = f"{r['from']} {r['type']} {r['to']}{window}"
-    return f"{text} [relationship {r['id']}]" if cite else text
+    return relationship_line(r["from"], r["type"], r["to"], start, end, r["id"], cite=cite)
 
 
 def _short(value: str | None) -> str:

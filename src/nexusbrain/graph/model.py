@@ -14,6 +14,7 @@ from typing import Any
 from nexusbrain.clock import as_utc, format_time, parse_time
 from nexusbrain.errors import InvalidInput
 from nexusbrain.records import Entity, Relationship, RetireReason, WriteStatus
+from nexusbrain.summaries import relationship_line
 
 __all__ = [
     "CURRENT",
@@ -143,14 +144,7 @@ class GraphFact:
 def describe(r: Relationship, *, cite: bool = True) -> str:
     """'alice manages bob (valid 2020-01-01..2023-01-01) [relationship 7]' (the id if cite)"""
     start, end = _short(r.valid_at), _short(r.invalid_at)
-    if start and end:
-        window = f" (valid {start}..{end})"
-    elif start or end:
-        window = f" (valid from {start})" if start else f" (valid until {end})"
-    else:
-        window = ""
-    text = f"{r.from_name} {r.type} {r.to_name}{window}"
-    return f"{text} [relationship {r.id}]" if cite else text
+    return relationship_line(r.from_name, r.type, r.to_name, start, end, r.id, cite=cite)
 
 
 def _short(value: datetime | None) -> str:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-# Of a navigation list's words, at least this share are link text: a "See also" note is a
-# short phrase after a title of a few words (npm's "Links & Resources": 32%), where a list of
-# people that says in a sentence what each does is under 15%.
+# Of a navigation list's words, at least this share are link text: a "See also" list is
+# titles with a short phrase each, where a list that says in a sentence what each item does
+# is mostly prose (docs/tuning.md, "Markup at ingest", has the measured shares).
 NAV_LINK_SHARE = 0.25
 
 _DEFINITION = re.compile(

@@ -26,9 +26,8 @@ class ConfidenceModel:
     intercept: float = -5.041
     coverage: float = 6.170  # per unit of the best hit's share of the query's idf weight
     matched: float = 2.582  # per unit of ln(1 + its rare words' worth)
-    # Under this, "no good match": held out, 1-10% of the dev questions whose first five
-    # hits hold a relevant one fall under it, and 62-100% of the questions a set cannot
-    # answer (62% on SciFact, whose words the other sets' questions share most).
+    # Under this, "no good match": few answerable questions fall under it, most that no
+    # chunk answers do (docs/tuning.md, "The confidence of a result set", has the shares).
     weak_below: float = 0.3
 
 
