@@ -142,6 +142,18 @@ def test_errors_share_one_shape(live_server: LiveServer) -> None:
         assert http.get("/stats").json()["documents"] == 0  # nothing partial was stored
 
 
+def test_a_405_names_every_method_of_the_path(live_server: LiveServer) -> None:
+    """RFC 9110: a 405 lists the methods the resource takes (the framework once named only the
+    first route's: `Allow: GET` on /documents/{id}, which DELETE takes too; found by
+    tests/reliability/test_fuzz.py)."""
+    with live_server.client() as http:
+        refused = http.request("OPTIONS", "/documents/1")
+        assert_error(refused, 405, "method_not_allowed")
+        assert refused.headers["Allow"] == "DELETE, GET"
+        assert http.put("/health").headers["Allow"] == "GET"
+        assert http.delete("/search").headers["Allow"] == "GET"
+
+
 def test_request_size_limit(brain, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from nexusbrain.config import Limits
 

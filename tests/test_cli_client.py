@@ -322,3 +322,12 @@ def _closed_port() -> int:
 
 def _closed_url() -> str:
     return f"http://127.0.0.1:{_closed_port()}"
+
+
+@pytest.mark.parametrize("ref", ["~nobody-here/notes.md", "n" * 5_000])
+def test_a_ref_that_cannot_be_a_path_here_is_not_found_from_the_server(
+    served: Served, ref: str
+) -> None:
+    result = cli_process("get", ref, db=served.db)
+    assert result.code == 1 and heavy(result.modules) == []
+    assert result.stderr.startswith("error: no document with uri or path"), result.stderr

@@ -4,16 +4,19 @@ it declares is the one error shape that is sent."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema_rs
 import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
+from nexusbrain.api.schemas import BLANK
 from nexusbrain.brain import Brain
 from nexusbrain.config import CaptureConfig, Limits, Profile, RateLimit, ServerSettings, Settings
 
@@ -246,6 +249,22 @@ def test_errors_validate_against_what_is_declared(server: LiveServer, spec: dict
             check(spec, call.operation, call.method, response)
 
 
+def test_bearer_auth_is_declared_where_the_server_has_a_token(
+    brain: Brain, spec: dict[str, Any]
+) -> None:
+    assert "securitySchemes" not in spec["components"]  # no token: nothing to send
+    assert not any("security" in op for item in spec["paths"].values() for op in item.values())
+    for server in _serve(brain, ServerSettings(port=free_port(), token="s3cret-token")):
+        with server.client() as http:
+            auth = {"Authorization": "Bearer s3cret-token"}
+            document = http.get("/openapi.json", headers=auth).json()
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            expected = None if path == "/health" else [{"bearer": []}]
+            assert operation.get("security") == expected, (method, path)
+
+
 def test_unauthorised_and_rate_limited_answers_are_declared(
     brain: Brain, spec: dict[str, Any]
 ) -> None:
@@ -264,3 +283,87 @@ def test_unauthorised_and_rate_limited_answers_are_declared(
             refused = http.get("/version")
             assert refused.status_code == 429 and refused.headers["Retry-After"]
             check(spec, "/version", "GET", refused)
+
+
+def test_the_import_example_imports(server: LiveServer, spec: dict[str, Any]) -> None:
+    """The body the document shows for /import (schemathesis sends it first) is one that works."""
+    body = spec["paths"]["/import"]["post"]["requestBody"]["content"]["application/x-ndjson"]
+    with server.client() as http:
+        ndjson = {"Content-Type": "application/x-ndjson"}
+        response = http.post("/import", content=body["example"], headers=ndjson)
+        assert response.status_code == 200, response.text
+        check(spec, "/import", "POST", response)
+        assert response.json()["records"] == 2
+        assert http.get("/documents", params={"uri": "notes/imported.md"}).status_code == 200
+
+
+BLANKISH = [
+    "x",
+    " x ",
+    "\x1d",
+    "\x85",
+    "\u3000",
+    "\ufeff",
+    "\ufeff ",
+    " \ufeff",
+    "\ufeff\ufeff",
+    "\t",
+]
+
+
+def ecma_pattern(pattern: str) -> Callable[[str], bool]:
+    """Whether a string matches `pattern` as JSON Schema reads it (ECMA-262, as schemathesis
+    does: Python's `re` would read `\\S` as the core does, and hide the difference)."""
+    return jsonschema_rs.validator_for({"type": "string", "pattern": pattern}).is_valid  # type: ignore[no-any-return]
+
+
+def _pattern(spec: dict[str, Any], *where: str) -> str:
+    schema: Any = spec
+    for key in where:
+        schema = schema[key]
+    return str(schema["pattern"])
+
+
+def test_a_declared_pattern_is_the_rule_the_core_applies(
+    server: LiveServer, spec: dict[str, Any]
+) -> None:
+    """Each string is valid by the declared pattern exactly when it is taken: JSON Schema's `\\S`
+    once let "\\x1d" through (Python strips it: a 400) and refused "\\ufeff" (a query the core
+    takes); found by schemathesis. A leading BOM is dropped from a text before it is judged."""
+    schemas = spec["components"]["schemas"]
+    search = next(p for p in spec["paths"]["/search"]["get"]["parameters"] if p["name"] == "q")
+    fields = [
+        (_pattern(search, "schema"), lambda s: get("/search", q=s)),
+        (_pattern(schemas, "MemoryIn", "properties", "text"), lambda s: post("/add", {"text": s})),
+        (
+            _pattern(schemas, "MarkdownIn", "properties", "content"),
+            lambda s: post("/ingest/markdown", {"title": "t", "content": s}),
+        ),
+        (
+            _pattern(schemas, "EntityIn", "properties", "name"),
+            lambda s: post("/ingest", {"entities": [{"name": s}]}, dry_run="true"),
+        ),
+    ]
+    with server.client() as http:
+        for pattern, call in fields:
+            valid = ecma_pattern(pattern)
+            for text in BLANKISH:
+                response = call(text).send(http)
+                assert response.status_code in (200, 400), response.text
+                taken = response.status_code == 200
+                assert valid(text) == taken, (pattern, text, taken)
+
+
+def test_blank_is_pythons_whitespace() -> None:
+    every = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    blank = ecma_pattern(f"^[{BLANK}]$")
+    assert {c for c in every if blank(c)} == {c for c in every if c.isspace()}
+
+
+def test_an_empty_kind_is_any_kind(server: LiveServer, spec: dict[str, Any]) -> None:
+    kind = next(p for p in spec["paths"]["/search"]["get"]["parameters"] if p["name"] == "kind")
+    assert "" in kind["schema"]["enum"]
+    with server.client() as http:
+        assert http.get("/search", params={"q": "okapi", "kind": ""}).status_code == 200
+        body = {"query": "okapi", "filters": {"kind": ""}}
+        assert http.post("/recall", json=body).status_code == 200

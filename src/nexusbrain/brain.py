@@ -561,9 +561,9 @@ class Brain:
             return self.get_document(int(ref))
         found = self._store.find_document(ref)
         if found is None:
-            path = Path(ref).expanduser()
-            if path.exists():
-                found = self._store.find_document(path.resolve().as_posix())
+            path = _existing_file(ref)
+            if path is not None:
+                found = self._store.find_document(path)
         if found is None:
             raise NotFound(f"no document with uri or path {ref!r}")
         return found
@@ -670,3 +670,13 @@ def _filters_dict(filters: SearchFilters | None) -> dict[str, Any]:
         for name in SearchFilters.__slots__
         if (value := getattr(filters, name)) is not None
     }
+
+
+def _existing_file(ref: str) -> str | None:
+    """The resolved path of the file `ref` names, if there is one. A ref that cannot be a path
+    here is none: '~nobody' (no such user's home), a name too long for the file system."""
+    try:
+        path = Path(ref).expanduser()
+        return path.resolve().as_posix() if path.exists() else None
+    except (OSError, RuntimeError, ValueError):
+        return None

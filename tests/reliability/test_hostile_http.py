@@ -127,6 +127,9 @@ FRONT_MATTER = [
 EXPLAIN = [
     case("doc is a superscript digit", "GET", "/explain", {"q": "x", "doc": "²"}),
     case("doc is a huge number", "GET", "/explain", {"q": "x", "doc": str(BIG_ID)}),
+    # found by tests/reliability/test_fuzz.py: each was a 500 from resolving doc as a path
+    case("doc is a home of no user", "GET", "/explain", {"q": "x", "doc": "~nobody-here"}),
+    case("doc is too long a file name", "GET", "/explain", {"q": "x", "doc": "a" * 5000}),
 ]
 
 

@@ -33,8 +33,8 @@ from nexusbrain.api.responses import (
     WriteOut,
 )
 from nexusbrain.api.schemas import (
+    FILTER_KINDS,
     HAS_WORDS,
-    KINDS,
     MAX_QUERY_CHARS,
     TIME,
     TIME_SCHEMA,
@@ -89,7 +89,7 @@ def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
         redoc_url=None,
         lifespan=lifespan(monitor, settings.envelope_check_seconds),
     )
-    document_answers(app)
+    document_answers(app, token=bool(settings.token))
     install_error_handlers(app)
     app.add_middleware(Guard, settings=settings, latencies=latencies)
     app.state.brain = brain
@@ -209,7 +209,7 @@ def filter_params(
     domain: str | None = None,
     path_prefix: str | None = None,
     document_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
-    kind: Annotated[str | None, Query(json_schema_extra={"enum": KINDS})] = None,
+    kind: Annotated[str | None, Query(json_schema_extra={"enum": FILTER_KINDS})] = None,
     updated_after: Time = None,
     updated_before: Time = None,
 ) -> SearchFilters:
@@ -228,6 +228,7 @@ K = Annotated[int | None, Query(ge=1, le=1000, description="hits; default: the m
 DocumentId = Annotated[int, Path(ge=1, le=MAX_ID, description="the document's id")]
 Words = Query(
     description="natural-language query",
+    examples=["who rotates the deploy key"],
     json_schema_extra={**HAS_WORDS, "maxLength": MAX_QUERY_CHARS},
 )
 
@@ -263,7 +264,10 @@ def _search_routes(app: FastAPI, brain: Brain) -> None:
     @app.get("/explain", tags=["retrieval"], **answers(ExplanationOut, 404, *PARAMETERS))
     def explain(
         q: Annotated[str, Words],
-        doc: Annotated[str, Query(min_length=1, description="document id, uri or path")],
+        doc: Annotated[
+            str,
+            Query(min_length=1, description="document id, uri or path", examples=["alice.md"]),
+        ],
         filters: Filters,
         k: K = None,
         mode: SearchMode = SearchMode.BALANCED,

@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from nexusbrain.errors import (
     BrainError,
@@ -102,14 +103,29 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(422, "invalid_input", _validation_message(exc))
 
     @app.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException) -> Response:
+    async def http_error(request: Request, exc: HTTPException) -> Response:
         code = _HTTP_CODES.get(exc.status_code, "http_error")
-        return error_response(exc.status_code, code, str(exc.detail), exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": allowed_methods(request)}
+        return error_response(exc.status_code, code, str(exc.detail), headers)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> Response:
         log.exception("unexpected error")
         return error_response(500, "internal_error", f"internal error: {type(exc).__name__}")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method the request's path takes, for a 405's Allow header (RFC 9110 says it must
+    list them). The framework names only those of the first route on the path: a path with
+    GET and DELETE routes answered OPTIONS with `Allow: GET`."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
 
 
 def _busy(message: str) -> Response:

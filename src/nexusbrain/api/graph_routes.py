@@ -66,7 +66,9 @@ DEPTHS: JsonDict = {"minimum": 1, "maximum": GraphConfig().max_depth}
 
 
 def entity_name(alias: str | None = None) -> Any:
-    return Query(alias=alias, min_length=1, max_length=500, json_schema_extra=HAS_WORDS)
+    return Query(
+        alias=alias, min_length=1, max_length=500, examples=["Alice"], json_schema_extra=HAS_WORDS
+    )
 
 
 def as_of(valid: str | None, known: str | None) -> AsOf:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+import orjson
 from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
@@ -43,7 +44,33 @@ NDJSON: dict[str, Any] = {
     "description": "one JSON object a line, as `GET /export` writes them",
     "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
 }
-NDJSON_BODY = {"requestBody": {"required": True, **NDJSON}}
+_EXPORTED = [
+    {"type": "header", "format": "nexusbrain-export", "version": 1},
+    {
+        "type": "document",
+        "id": 1,
+        "uri": "notes/imported.md",
+        "title": "Imported",
+        "domain": "default",
+        "kind": "markdown",
+        "revision": "1",
+        "content": "A note from another brain.",
+        "metadata": {},
+        "created_at": "2025-01-31T09:30:00.000000+00:00",
+        "updated_at": "2025-01-31T09:30:00.000000+00:00",
+        "deleted_at": None,
+    },
+]
+IMPORT_EXAMPLE = "".join(orjson.dumps(line).decode() + "\n" for line in _EXPORTED)
+NDJSON_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": NDJSON["description"],
+        "content": {
+            "application/x-ndjson": {"schema": {"type": "string"}, "example": IMPORT_EXAMPLE}
+        },
+    }
+}
 
 
 def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
@@ -85,20 +112,35 @@ def answer_schemas() -> dict[str, Any]:
     return schemas
 
 
-def document_answers(app: FastAPI) -> None:
-    """Add the answers' models to the app's OpenAPI document."""
+BEARER = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "the server's BRAIN_API_TOKEN: 'Authorization: Bearer <token>'",
+}
+
+
+def document_answers(app: FastAPI, token: bool = False) -> None:
+    """Add the answers' models to the app's OpenAPI document, and, on a server with an API
+    token (`token`), bearer auth on every operation that answers 401 without it."""
     framework = app.openapi
 
     def openapi() -> dict[str, Any]:
-        document = app.openapi_schema or _with_answers(framework())
+        document = app.openapi_schema or _with_answers(framework(), token)
         app.openapi_schema = document
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _with_answers(document: dict[str, Any]) -> dict[str, Any]:
-    known = document.setdefault("components", {}).setdefault("schemas", {})
+def _with_answers(document: dict[str, Any], token: bool) -> dict[str, Any]:
+    components = document.setdefault("components", {})
+    known = components.setdefault("schemas", {})
     for name, schema in answer_schemas().items():
         known.setdefault(name, schema)
+    if token:
+        components["securitySchemes"] = {"bearer": BEARER}
+        for item in document["paths"].values():
+            for operation in item.values():
+                if "401" in operation["responses"]:
+                    operation["security"] = [{"bearer": []}]
     return document

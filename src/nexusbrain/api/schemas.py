@@ -30,14 +30,22 @@ class Body(Strict):
         return data
 
 
-WORDS = r"\S"  # a pattern: not empty, not only whitespace
+# Python's whitespace (str.isspace), which the core strips. JSON Schema's `\s` is another set
+# (it holds U+FEFF and lacks U+001C-U+001F and U+0085): `\S` allowed a query of "\x1d", a 400.
+BLANK = r"\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+WORDS = rf"[^{BLANK}]"  # a pattern: not empty, not only whitespace
+# A text (a memory, a note) loses a leading BOM first (ingest/documents.py): a BOM alone is
+# empty, and a BOM after that is a character like any other.
+TEXT_WORDS = rf"^(?:\ufeff[{BLANK}]*[^{BLANK}]|[{BLANK}]*[^{BLANK}\ufeff]|[{BLANK}]+\ufeff)"
 # Rules the core enforces itself (with the same message over HTTP, MCP and the CLI) are
 # declared to OpenAPI only: the schema tells the truth, the core gives the answer.
 HAS_WORDS: JsonDict = {"pattern": WORDS}
+HAS_TEXT: JsonDict = {"pattern": TEXT_WORDS}
 TIME = "ISO-8601 (RFC 3339 date-time, or a date), in years 1 to 9999 once in UTC"
 MAX_QUERY_CHARS = Limits().max_query_chars  # the defaults: a server may be set otherwise
 MAX_BUDGET_TOKENS = Limits().max_budget_tokens
 KINDS = [kind.value for kind in DocumentKind]
+FILTER_KINDS = [*KINDS, ""]  # "" for any kind, as for the other filters
 
 
 _DATE_TIME: JsonDict = {"type": "string", "format": "date-time"}
@@ -57,7 +65,7 @@ class FiltersIn(Strict):
     domain: str | None = None
     path_prefix: str | None = None
     document_id: StrictInt | None = Field(default=None, ge=1, le=MAX_ID)
-    kind: str | None = Field(default=None, json_schema_extra={"enum": [*KINDS, None]})
+    kind: str | None = Field(default=None, json_schema_extra={"enum": [*FILTER_KINDS, None]})
     updated_after: str | None = time_field()
     updated_before: str | None = time_field()
 
@@ -65,7 +73,7 @@ class FiltersIn(Strict):
 class MarkdownIn(Body):
     title: str = Field(min_length=1, max_length=1000)
     content: str = Field(
-        description="markdown, front matter allowed (no aliases)", json_schema_extra=HAS_WORDS
+        description="markdown, front matter allowed (no aliases)", json_schema_extra=HAS_TEXT
     )
     uri: str | None = Field(default=None, min_length=1, max_length=4000)
     domain: str | None = Field(default=None, min_length=1, max_length=200)
@@ -80,7 +88,7 @@ class MarkdownBatchIn(Body):
 
 
 class MemoryIn(Body):
-    text: str = Field(json_schema_extra=HAS_WORDS)
+    text: str = Field(json_schema_extra=HAS_TEXT)
     source: str | None = Field(default=None, max_length=4000)
     domain: str | None = Field(default=None, min_length=1, max_length=200)
     tags: list[str] = Field(default_factory=list, max_length=100)

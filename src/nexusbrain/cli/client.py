@@ -161,10 +161,15 @@ def _flag(value: bool) -> str | None:
 
 
 def _candidates(ref: str) -> list[str]:
-    path = Path(ref).expanduser()
-    if not path.exists():
+    """The ref as given, then the file it names here resolved (as the server stores paths).
+    A ref that cannot be a path here ('~nobody', a name too long) is only itself."""
+    try:
+        path = Path(ref).expanduser()
+        if not path.exists():
+            return [ref]
+        resolved = path.resolve().as_posix()
+    except (OSError, RuntimeError, ValueError):
         return [ref]
-    resolved = path.resolve().as_posix()
     return [ref] if resolved == ref else [ref, resolved]
 
 
