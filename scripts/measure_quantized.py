@@ -4,8 +4,9 @@ Usage:
   python scripts/measure_quantized.py DB [--documents N] [--queries 200] [--candidates 1000,2000]
 
 DB is a brain built with the edge profile (e.g. `nexusbrain --db DB ingest-dir` of a bench
-corpus written by `nexusbrain bench --workdir`); the queries are the bench's, about its first N
-documents. Timings are medians of one process on this machine, recall is exact.
+corpus written by `nexusbrain bench --workdir`), a SQLite file or a postgresql:// URL (the
+dense index is the same in-process one on both backends); the queries are the bench's, about
+its first N documents. Timings are medians of one process on this machine, recall is exact.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import argparse
 import statistics
 import time
 
+from nexusbrain import storage
 from nexusbrain.bench.corpus import Corpus
 from nexusbrain.config import Profile
 from nexusbrain.embeddings.profiles import centred, load_embedder
-from nexusbrain.storage.sqlite.store import SQLiteStore
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 
@@ -28,7 +29,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--candidates", default="1000,2000,4000")
     args = parser.parse_args()
-    store = SQLiteStore(args.db)
+    store = storage.open(args.db, create=False).documents
     embedder = load_embedder(Profile.EDGE)
     assert embedder is not None
     centre = centred(Profile.EDGE)

@@ -2,9 +2,10 @@
 
 Usage:
   python scripts/tune_hybrid.py --datasets ../shared/datasets --profile edge [--only scifact]
-      [--variants JSON] [--json results.json]
+      [--variants JSON] [--json results.json] [--db-url postgresql://…?schema=tune]
 
-Builds one scratch brain per dataset (cached under --work, reused when it exists), then scores
+Builds one scratch brain per dataset (cached under --work, or with --db-url as schemas
+`<schema>_<dataset>_<profile>` of that PostgreSQL database; reused when they exist), then scores
 each variant of the search config in process. Only dev sets are used; the numbers in
 docs/tuning.md come from this script. Variants are named `name: field=value ...` overrides of
 the `balanced` preset.
@@ -23,8 +24,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from nexusbrain import storage
 from nexusbrain.brain import Brain
 from nexusbrain.config import Settings, parse_profile
+from nexusbrain.errors import NotFound
 from nexusbrain.evals.metrics import graded_ndcg_at_k, ndcg_at_k, recall_at_k
 from nexusbrain.ingest.conversation import Session, Turn
 from nexusbrain.records import SearchFilters, SearchMode
@@ -57,16 +60,27 @@ def beir(folder: Path, split: str) -> tuple[dict[str, tuple[str, str]], dict[str
     return corpus, {q: queries[q] for q in qrels}, qrels
 
 
-def brain_for(work: Path, name: str, profile: str, fill: Callable[[Brain], None]) -> Settings:
-    """The settings of a scratch brain holding the dataset (built on the first run)."""
-    db = work / f"{name}-{profile}.db"
-    fresh = not db.exists()
+def brain_for(
+    work: Path, name: str, profile: str, fill: Callable[[Brain], None], server: str | None = None
+) -> Settings:
+    """The settings of a scratch brain holding the dataset (built on the first run): a file
+    under `work`, or a schema of the `server` database."""
+    db: str | Path = work / f"{name}-{profile}.db"
+    if server is None:
+        fresh = not Path(db).exists()
+    else:
+        db = storage.scratch_url(server, f"{name}_{profile}")
+        try:
+            storage.open(db, create=False).close()
+            fresh = False
+        except NotFound:
+            fresh = True
     settings = Settings(db=db, embedder=parse_profile(profile))
     with Brain.open(settings=settings) as brain:
         if fresh:
             started = time.perf_counter()
             fill(brain)
-            print(f"  built {db.name} in {time.perf_counter() - started:.1f}s")
+            print(f"  built {name}-{profile} in {time.perf_counter() - started:.1f}s")
         brain.embed_missing()
         brain.refresh_index()
     return settings
@@ -231,6 +245,7 @@ def main() -> None:
     parser.add_argument("--only", action="append")
     parser.add_argument("--variants", help="JSON object of the variants to try (replaces the list)")
     parser.add_argument("--json", type=Path, help="also write every mean and per-query value here")
+    parser.add_argument("--db-url", help="build the brains in this PostgreSQL database instead")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     configs = dict(VARIANTS)
@@ -243,12 +258,12 @@ def main() -> None:
             continue
         corpus, queries, qrels = beir(args.datasets / set_name, split)
         print(f"{set_name} {split} ({len(queries)} queries), profile {args.profile}")
-        settings = brain_for(args.work, set_name, args.profile, fill_beir(corpus))
+        settings = brain_for(args.work, set_name, args.profile, fill_beir(corpus), args.db_url)
         results[set_name] = run_beir(settings, queries, qrels, graded, configs)
     if "locomo" in wanted:
         samples = locomo(args.datasets / "locomo" / "locomo_dev.json")
         print(f"locomo dev, profile {args.profile}")
-        settings = brain_for(args.work, "locomo", args.profile, fill_locomo(samples))
+        settings = brain_for(args.work, "locomo", args.profile, fill_locomo(samples), args.db_url)
         results["locomo"] = run_locomo(settings, samples, configs)
     if args.json:
         args.json.write_text(json.dumps(results), encoding="utf-8")

@@ -1,8 +1,11 @@
-"""Shared fixtures: a real SQLite brain on disk, a frozen clock, and a real server on loopback."""
+"""Shared fixtures: a real SQLite brain on disk, a frozen clock, a real server on loopback, and
+a real PostgreSQL server (one per session; each test takes a schema of its own)."""
 
 from __future__ import annotations
 
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +24,28 @@ from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Profile, ServerSettings, Settings
 
+from .pgserver import Server
+
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Server]:
+    """The session's PostgreSQL server (skips without the postgres and test extras). Its
+    folder is not under pytest's: the server runs as another user, who must reach it."""
+    folder = Path(tempfile.mkdtemp(prefix="nexusbrain-test-pg-"))
+    try:
+        server = Server(folder / "data")
+        yield server
+        server.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres: Server) -> str:
+    """A brain URL on a fresh schema of the session's server."""
+    return postgres.url()
 
 
 @pytest.fixture

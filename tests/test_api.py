@@ -276,6 +276,38 @@ def test_openapi_schema_is_served_and_lists_the_routes(live_server: LiveServer) 
         assert path in schema["paths"], path
 
 
+def test_the_served_socket_sends_without_waiting_for_acks() -> None:
+    """asyncio sets TCP_NODELAY only on sockets whose proto is TCP: without it, each response
+    body waited for the client's delayed ACK of the headers (40 ms a request)."""
+    import asyncio
+    import socket
+
+    from nexusbrain.api.server import listen
+
+    listener = listen("127.0.0.1", 0)
+    port = listener.getsockname()[1]
+    seen: list[int] = []
+
+    async def main() -> None:
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(accepted, sock=listener)
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(main())
+    assert seen and seen[0] != 0
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

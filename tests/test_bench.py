@@ -29,6 +29,8 @@ from nexusbrain.errors import InvalidInput
 from nexusbrain.ingest.chunking import ChunkingConfig, chunk_markdown
 from nexusbrain.latency import percentile, summarise
 
+from .pgserver import Server
+
 
 def test_the_corpus_is_deterministic_and_prefix_stable() -> None:
     first = [d.content for d in Corpus().documents(30)]
@@ -205,3 +207,27 @@ def test_a_terminated_bench_cleans_up(tmp_path: Path) -> None:
         assert time.monotonic() < deadline, "the child server outlived the bench"
         time.sleep(0.05)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_ci_sized_bench_run_on_postgres_with_two_replicas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres: Server
+) -> None:
+    monkeypatch.setenv("BRAIN_EMBEDDER", "hashing")
+    url = postgres.url("benchbase")
+    args = ["bench", "--db", url, "--replicas", "1,2", "--scales", "60", "--searches", "10"]
+    work = tmp_path / "not" / "there"  # made, parents and all
+    args += ["--concurrency", "4", "--workdir", str(work), "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert work.is_dir()
+    [scale] = json.loads(result.stdout)["scales"]
+    assert set(scale["replicas"]) == {"1", "2"}
+    for count, figures in scale["replicas"].items():
+        assert figures["http_ingest"]["replicas"] == int(count)
+        assert figures["http_ingest"]["chunks"] == scale["chunks"] > 60
+        assert figures["search_concurrent"]["count"] == 10
+        assert figures["search_concurrent"]["throughput_rps"] > 0
+    assert scale["db_bytes"] > 0 and scale["ingest"]["incremental"]["updated"] == 1
+    with postgres.connect() as conn:  # every scratch schema is gone
+        left = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'benchbase%'")
+        assert left.fetchall() == []

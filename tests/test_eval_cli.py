@@ -20,6 +20,8 @@ from nexusbrain.cli.main import cli
 from tests.conftest import LiveServer
 from tests.test_eval_suites import write_beir
 
+from .pgserver import Server
+
 SMOKE = Path(__file__).parent / "data" / "smoke"
 JUDGED, DOCS = str(SMOKE / "judged.md"), str(SMOKE / "docs")
 # measured at 8eea1a8: lexical-only r5 1.000, r10 1.000, mrr 0.976, ndcg@10 0.982;
@@ -227,3 +229,21 @@ def test_locomo_command_runs(tmp_path: Path, name: str) -> None:
     assert result.exit_code == 0, result.output
     assert "category 5 adversarial (adversarial: reported apart" in result.output
     assert "skipped_no_evidence 1" in result.output
+
+
+def test_a_suite_on_scratch_schemas_of_postgres_scores_as_on_sqlite(
+    tmp_path: Path, postgres: Server
+) -> None:
+    folder = write_beir(tmp_path / "mini")
+    base = postgres.url("evalbase")
+    for extra in ([], ["--lexical-only"]):
+        args = ["eval", "beir", str(folder), "--split", "dev", *extra, "--json"]
+        on_sqlite = run(*args)
+        on_postgres = run(*args, "--db", base)
+        assert on_postgres.exit_code == 0, on_postgres.output
+        assert json.loads(on_postgres.stdout)["metrics"] == json.loads(on_sqlite.stdout)["metrics"]
+    with postgres.connect() as conn:  # the scratch schemas are dropped
+        left = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'evalbase%'")
+        assert left.fetchall() == []
+    refused = run("eval", "beir", str(folder), "--split", "dev", "--db", "brain.db")
+    assert refused.exit_code != 0 and "must be a postgresql:// URL" in refused.output

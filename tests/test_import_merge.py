@@ -1,5 +1,6 @@
 """Import into a brain that holds data merges: documents by path, facts by lineage, notes'
-statements with their notes; contradictions are refused, listed, with nothing written."""
+statements with their notes; contradictions are refused, listed, with nothing written. Every
+test runs on both backends (the merge is storage/exchange.py's, whichever engine writes it)."""
 
 from __future__ import annotations
 
@@ -40,14 +41,21 @@ def clock() -> FrozenClock:
     return FrozenClock(datetime(2026, 1, 2, tzinfo=UTC))
 
 
-def _brain(path: Path, clock: FrozenClock) -> Brain:
-    settings = Settings(db=path, embedder=Profile.HASHING)
+def _brain(db: str | Path, clock: FrozenClock) -> Brain:
+    settings = Settings(db=db, embedder=Profile.HASHING)
     return Brain.open(settings=settings, clock=clock)
 
 
-@pytest.fixture
-def two(tmp_path: Path, clock: FrozenClock) -> Iterator[tuple[Brain, Brain]]:
-    with _brain(tmp_path / "a.db", clock) as a, _brain(tmp_path / "b.db", clock) as b:
+@pytest.fixture(params=["sqlite", "postgres"])
+def two(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FrozenClock
+) -> Iterator[tuple[Brain, Brain]]:
+    if request.param == "postgres":
+        server = request.getfixturevalue("postgres")
+        places: tuple[str | Path, str | Path] = (server.url(), server.url())
+    else:
+        places = (tmp_path / "a.db", tmp_path / "b.db")
+    with _brain(places[0], clock) as a, _brain(places[1], clock) as b:
         yield a, b
 
 

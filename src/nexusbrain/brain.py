@@ -7,6 +7,7 @@ the parts: callers use the methods below, and `brain.graph`, the knowledge graph
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,7 +21,7 @@ from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings import Embedder, load_embedder
 from nexusbrain.embeddings.profiles import centred
 from nexusbrain.embeddings.reference import reference_vector
-from nexusbrain.errors import InvalidInput, NotFound
+from nexusbrain.errors import Conflict, InvalidInput, NotFound
 from nexusbrain.records import (
     MAX_ID,
     Capture,
@@ -34,6 +35,7 @@ from nexusbrain.records import (
     SearchFilters,
     SearchMode,
     StoreStats,
+    VectorBatch,
     WriteResult,
     WriteStatus,
     json_problem,
@@ -44,7 +46,7 @@ from nexusbrain.retrieval.pipeline import Searcher
 from nexusbrain.retrieval.tokens import fit_budget, fit_in_order
 from nexusbrain.retrieval.vectors import VectorWriter
 from nexusbrain.storage import open as open_backend
-from nexusbrain.storage.base import Backend, DenseIndex, UnitOfWork
+from nexusbrain.storage.base import Backend, DenseIndex, DocumentItems, UnitOfWork
 
 # What only writes, the graph, explain and stats use is imported where it is used: a search
 # in a fresh process (the command line without a server) then loads none of it.
@@ -313,18 +315,25 @@ class Brain:
     ) -> list[WriteResult]:
         """Documents, their chunks and any new vectors, in one transaction (the caller's
         `work`, if given)."""
-        items = [(p.draft, list(p.chunks)) for p in batch]
-        vectors = None
-        if self._vectors is not None:
-            every = [c for _, chunks in items for c in chunks]
-            hashed, vectors = self._vectors.prepare(every)
-            items, start = [], 0
-            for p in batch:
-                items.append((p.draft, hashed[start : start + len(p.chunks)]))
-                start += len(p.chunks)
+        items, vectors = self._embedded(batch)
         if work is not None:
             return work.write_documents(items, self._clock(), vectors)
         return self._store.write_documents(items, self._clock(), vectors)
+
+    def _embedded(self, batch: Sequence[Prepared]) -> tuple[DocumentItems, VectorBatch | None]:
+        """The batch's chunks with their text hashes, and the vectors the store lacks: done
+        before the write transaction, so that no writer holds the brain's write lock while it
+        embeds (a vector a concurrent writer stores first is kept once)."""
+        items = [(p.draft, list(p.chunks)) for p in batch]
+        if self._vectors is None:
+            return items, None
+        every = [c for _, chunks in items for c in chunks]
+        hashed, vectors = self._vectors.prepare(every)
+        items, start = [], 0
+        for p in batch:
+            items.append((p.draft, hashed[start : start + len(p.chunks)]))
+            start += len(p.chunks)
+        return items, vectors
 
     def _write_notes(self, batch: Sequence[Prepared]) -> list[WriteResult]:
         """Write markdown notes and the graph edges each states (wikilinks, front-matter
@@ -336,8 +345,9 @@ class Brain:
             note_edges(p.draft.title, p.front_matter or {}, p.draft.content, self._link_type)
             for p in batch
         ]
+        items, vectors = self._embedded(batch)
         with self._backend.unit_of_work() as work:
-            results = self._write_batch(batch, work)
+            results = work.write_documents(items, self._clock(), vectors)
             now = self._clock()
             for result, edges in zip(results, stated, strict=True):
                 self._sync_edges(work, result, edges, now)
@@ -602,6 +612,11 @@ class Brain:
             ),
         )
 
+    def check_database(self) -> None:
+        """Return once the database answers. Raises StorageError (Unavailable when its
+        server cannot be reached)."""
+        self._backend.ping()
+
     def backup(self, target: str | Path) -> Path:
         """A consistent copy of the whole brain at `target`, taken while other processes and
         threads go on writing; returns its path. Raises InvalidInput if `target` exists or its
@@ -632,11 +647,46 @@ class Brain:
         self.embed_missing(progress)
         return result
 
+    def copy_to(self, target: str | Path, progress: Progress | None = None) -> ImportResult:
+        """Copy every record of this brain into a new, empty brain at `target` (a file path
+        or a database URL: SQLite to PostgreSQL, or back), in one step: one snapshot of this
+        brain streamed into one import transaction there, then its chunks embedded. The
+        copy's export is this brain's, byte for byte. Raises Conflict if `target` already
+        holds a record, StorageError when either database fails."""
+        settings = replace(self.settings, db=str(target))
+        with Brain(
+            open_backend(settings.db, settings.lexical, settings.storage),
+            self._embedder,
+            settings,
+            clock=self._clock,
+        ) as other:
+            if next(itertools.islice(other.export(), 1, None), None) is not None:
+                raise Conflict(
+                    f"the brain at {other._backend.describe()} is not empty: copy into a new"
+                    " one (a new file, or a new ?schema= of the database)"
+                )
+            stats = self._store.stats()
+            total = stats.documents + stats.retired_documents + stats.chunks
+            return other.import_records(_counted(self.export(), total, progress), progress)
+
 
 def _dense_index(backend: Backend, embedder: Embedder, settings: Settings) -> DenseIndex:
     centre = centred(settings.embedder)
     reference = reference_vector(embedder) if centre else None
     return backend.dense_index(embedder.model_id, embedder.dim, centre=centre, reference=reference)
+
+
+def _counted(
+    records: Iterator[dict[str, Any]], total: int, progress: Progress | None
+) -> Iterator[dict[str, Any]]:
+    """The records, with progress every thousand ("copying": of about `total`)."""
+    done = 0
+    for done, record in enumerate(records, start=1):
+        if progress and done % 1_000 == 0:
+            progress("copying", done, max(total, done))
+        yield record
+    if progress:
+        progress("copying", done, done)
 
 
 def parse_mode(mode: SearchMode | str) -> SearchMode:

@@ -9,6 +9,8 @@
     └── StorageError    the database failed or is corrupt              (HTTP 500)
         ├── Busy        another writer held the database past the busy  (HTTP 503,
         │               timeout: nothing was changed, retry              Retry-After)
+        ├── Unavailable the database server cannot be reached (down,    (HTTP 503,
+        │               restarting): nothing was changed, retry          Retry-After)
         └── Full        the disk (or the database's size limit) is full  (HTTP 507)
 
 Messages name the bad value and, where there is one, the fix.
@@ -69,6 +71,14 @@ class Busy(StorageError):
     Nothing was changed; the same request can simply be retried."""
 
     code = "busy"
+
+
+class Unavailable(StorageError):
+    """The database server (PostgreSQL) cannot be reached: it is down, restarting, or every
+    connection to it is in use. Nothing was changed; retry once it is back (nexusbrain
+    reconnects by itself)."""
+
+    code = "unavailable"
 
 
 class Full(StorageError):

@@ -1,6 +1,7 @@
 """The backend conformance suite's fixtures: every test in tests/backend runs once per storage
 backend, through the protocols of storage/base.py only. A backend is added by adding it to
-BACKENDS (and to `backend_url`)."""
+BACKENDS (and to `backend_url` and `new_backend`). PostgreSQL tests get a fresh schema of the
+session's server each (tests/pgserver.py), and skip only where its packages are missing."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from nexusbrain.records import (
 from nexusbrain.storage.base import Backend
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
 
 OpenBackend = Callable[..., Backend]
 
@@ -30,6 +31,8 @@ OpenBackend = Callable[..., Backend]
 @pytest.fixture(params=BACKENDS)
 def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh, empty database for this test."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
     assert request.param == "sqlite"
     return str(tmp_path / "brain.db")
 
@@ -55,12 +58,16 @@ def backend(open_backend: OpenBackend) -> Backend:
 
 
 @pytest.fixture
-def new_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Backend]]:
+def new_backend(
+    request: pytest.FixtureRequest, backend_url: str, tmp_path: Path
+) -> Iterator[Callable[[], Backend]]:
     """Opens another empty database of the same kind (a copy's target, say)."""
     opened: list[Backend] = []
+    postgres = request.getfixturevalue("postgres") if "://" in backend_url else None
 
     def opener() -> Backend:
-        backend = storage.open(tmp_path / f"other-{len(opened)}.db")
+        target = postgres.url() if postgres else tmp_path / f"other-{len(opened)}.db"
+        backend = storage.open(target)
         opened.append(backend)
         return backend
 

@@ -106,6 +106,7 @@ def create_app(brain: Brain, settings: ServerSettings | None = None) -> FastAPI:
 def _system_routes(app: FastAPI, brain: Brain, monitor: Monitor) -> None:
     @app.get("/health", tags=["system"], **answers(HealthOut, token=False))
     def health() -> dict[str, str]:
+        brain.check_database()  # a 503 in the error shape when the database cannot be reached
         return {"status": "ok"}
 
     @app.get("/version", tags=["system"], **answers(VersionOut))

@@ -23,12 +23,14 @@ from nexusbrain.errors import (
     NotFound,
     StorageError,
     TooLarge,
+    Unavailable,
 )
 
 log = logging.getLogger(__name__)
 
 STATUS: dict[type[BrainError], int] = {
     Busy: 503,
+    Unavailable: 503,
     Full: 507,
     NotFound: 404,
     TooLarge: 413,
@@ -92,8 +94,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(BrainError)
     async def brain_error(_: Request, exc: BrainError) -> Response:
         status = status_of(exc)
-        if status == 503:
+        if isinstance(exc, Busy):
             return _busy(exc.message)
+        if status == 503:
+            return error_response(503, exc.code, exc.message, RETRY_BUSY)
         if status >= 500:
             log.error("%s: %s", exc.code, exc.message)
         return error_response(status, exc.code, exc.message)

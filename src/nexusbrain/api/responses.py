@@ -33,7 +33,10 @@ class ErrorOut(Out):
 
 
 class HealthOut(Out):
-    status: str = Field(description='always "ok": a liveness probe, open without the token')
+    status: str = Field(
+        description='"ok" once the database answered (a 503 in the error shape when it does'
+        " not): a probe, open without the token"
+    )
 
 
 class VersionOut(Out):

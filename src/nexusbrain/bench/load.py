@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +49,7 @@ class _Shared:
 
 
 def run_calls(
-    url: str,
+    url: str | Sequence[str],
     calls: Iterable[Call],
     *,
     clients: int = 1,
@@ -57,12 +57,14 @@ def run_calls(
     total: int = 0,
     progress: Progress | None = None,
 ) -> LoadResult:
-    """Send every call; fail on the first answer that is not 2xx (a 429 names the limit)."""
+    """Send every call; fail on the first answer that is not 2xx (a 429 names the limit).
+    Given several urls (replicas of one brain), client n talks to url n mod their count."""
     httpx = _httpx()
     shared = _Shared(iter(calls), keep_bodies)
+    urls = [url] if isinstance(url, str) else list(url)
 
-    def client() -> None:
-        with httpx.Client(base_url=url, timeout=300) as http:
+    def client(n: int) -> None:
+        with httpx.Client(base_url=urls[n % len(urls)], timeout=300) as http:
             while (call := shared.next()) is not None and not shared.errors:
                 try:
                     _one(http, call, shared, total, progress)
@@ -70,7 +72,7 @@ def run_calls(
                     with shared.lock:
                         shared.errors.append(f"{call.path}: {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
     started = time.perf_counter()
     for thread in threads:
         thread.start()

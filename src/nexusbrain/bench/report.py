@@ -163,6 +163,26 @@ def _rows(modes: Sequence[str], concurrency: int) -> list[Row]:
     return rows
 
 
+def _replica_rows(replicas: Mapping[str, Any], concurrency: int) -> list[Row]:
+    """Per server count over one brain: HTTP ingest, and /search from `concurrency` clients."""
+    rows: list[Row] = []
+    for count in replicas:
+
+        def ingest(scale: Mapping[str, Any], count: str = count) -> str:
+            r = scale["replicas"][count]["http_ingest"]
+            return f"{r['docs_per_second']:,.0f} / {r['chunks_per_second']:,.0f}"
+
+        def search(scale: Mapping[str, Any], count: str = count) -> str:
+            s = scale["replicas"][count]["search_concurrent"]
+            return f"{s['throughput_rps']:.0f} ({s['p95_ms']:.1f})"
+
+        rows.append((f"{count} server(s): HTTP batch ingest docs/s / chunks/s", ingest))
+        rows.append(
+            (f"{count} server(s): /search balanced, {concurrency} clients: req/s (p95 ms)", search)
+        )
+    return rows
+
+
 def _rss(scale: Mapping[str, Any]) -> str:
     rss = scale["rss"]
     parts = (rss["idle_bytes"], rss["peak_search_bytes"], rss["peak_ingest_bytes"])
@@ -183,7 +203,8 @@ def table(report: Mapping[str, Any]) -> str:
     concurrency = report["bench"]["concurrency"]
     header = ["metric", *(f"{s['documents']:,} docs" for s in scales)]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-    for name, cell in _rows(modes, concurrency):
+    rows = _rows(modes, concurrency) + _replica_rows(scales[0].get("replicas", {}), concurrency)
+    for name, cell in rows:
         lines.append("| " + " | ".join([name, *(cell(s) for s in scales)]) + " |")
     env = report["environment"]
     machine_ = env["machine"]

@@ -10,6 +10,11 @@ Per scale and run, in order:
    then /search and /recall in every mode one request at a time, then with `concurrency`
    clients in balanced mode (peak RSS sampled throughout), and its own /stats.
 4. 1% of the files change and `ingest-dir` runs again on B: the incremental re-ingest.
+
+With `db` (a postgresql:// URL), A and B are scratch schemas of that database, dropped at the
+end. With several `replicas` counts, step 2 runs once per count with that many servers over a
+fresh A (the clients spread over them), and step 3 adds the concurrent /search series with
+that many servers over B: stateless replicas of one brain.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ class BenchConfig:
     envelope: str = "desktop"
     seed: int = DEFAULT_SEED
     workdir: Path = field(default_factory=lambda: Path("."))
+    db: str | None = None  # a postgresql:// URL: the brains are scratch schemas of its database
+    replicas: tuple[int, ...] = (1,)  # servers over one brain, for the HTTP and concurrent series
 
 
 def _quiet(what: str, done: int, total: int) -> None:
@@ -115,21 +122,30 @@ def _measure_scale(
     work.mkdir(parents=True)
     env = child_env(config.envelope)
     label = f"{documents:,} docs, run {run + 1}/{config.runs}"
-    phase(f"{label}: ingest-dir", 0, 1)
-    db = work / "dir.db"
-    report, dir_seconds = run_cli(db, env, "ingest-dir", str(folder))
-    http_ingest, ingest_peak = _http_ingest(folder, documents, work, env, label, phase)
-    queries = corpus.queries(config.searches + WARMUP, documents)
-    served = _serve_and_search(db, env, work, queries, config, label, phase)
-    phase(f"{label}: re-ingest after 1% of the files change", 0, 1)
-    changed = _change_files(corpus, folder, documents, config.seed + run)
-    again, again_seconds = run_cli(db, env, "ingest-dir", str(folder))
-    _restore_files(corpus, folder, changed)
+    places = Brains(work, config.db, f"b{documents}r{run}")
+    try:
+        phase(f"{label}: ingest-dir", 0, 1)
+        db = places.url("dir")
+        report, dir_seconds = run_cli(db, env, "ingest-dir", str(folder))
+        http = {
+            n: _http_ingest(folder, documents, places.url(f"http{n}"), n, work, env, label, phase)
+            for n in config.replicas
+        }
+        http_ingest, ingest_peak = http[config.replicas[0]]
+        queries = corpus.queries(config.searches + WARMUP, documents)
+        served = _serve_and_search(db, env, work, queries, config, label, phase)
+        phase(f"{label}: re-ingest after 1% of the files change", 0, 1)
+        changed = _change_files(corpus, folder, documents, config.seed + run)
+        again, again_seconds = run_cli(db, env, "ingest-dir", str(folder))
+        _restore_files(corpus, folder, changed)
+        stats, by_replicas = served.pop("stats"), served.pop("by_replicas")
+    finally:
+        places.drop()
     result = {
         "documents": documents,
         "chunks": report["chunks"],
         "corpus_bytes": sum(p.stat().st_size for p in folder.rglob("*.md")),
-        "db_bytes": _disk_bytes(db),
+        "db_bytes": stats["db_bytes"] if config.db else _disk_bytes(Path(db)),
         "ingest": {
             "ingest_dir": _rates(documents, report["chunks"], dir_seconds),
             "http": http_ingest,
@@ -138,30 +154,82 @@ def _measure_scale(
         **served,
     }
     result["rss"]["peak_ingest_bytes"] = ingest_peak
+    if config.db or config.replicas != (1,):
+        result["replicas"] = {
+            str(n): {"http_ingest": http[n][0], "search_concurrent": by_replicas[n]}
+            for n in config.replicas
+        }
     shutil.rmtree(work, ignore_errors=True)
     return result
 
 
+class Brains:
+    """Where one run's brains live: files in its folder, or scratch schemas of the server
+    database `server` (named after `tag`), dropped by `drop`."""
+
+    def __init__(self, work: Path, server: str | None, tag: str) -> None:
+        self.work, self.server, self.tag = work, server, tag
+        self.made: list[str] = []
+
+    def url(self, name: str) -> str:
+        if self.server is None:
+            return str(self.work / f"{name}.db")
+        from nexusbrain import storage
+
+        url = storage.scratch_url(self.server, f"bench_{self.tag}_{name}")
+        storage.drop(url)  # left by a bench that was killed
+        self.made.append(url)
+        return url
+
+    def drop(self) -> None:
+        from nexusbrain import storage
+
+        for url in self.made:
+            storage.drop(url)
+
+
 def _http_ingest(
-    folder: Path, documents: int, work: Path, env: Mapping[str, str], label: str, phase: Progress
+    folder: Path,
+    documents: int,
+    db: str,
+    replicas: int,
+    work: Path,
+    env: Mapping[str, str],
+    label: str,
+    phase: Progress,
 ) -> tuple[dict[str, Any], int]:
-    with ChildServer(work / "http.db", env, work / "http-server.log") as server:
-        wait_for_answer(server.url, Call("GET", "/health"), 120, server.alive)
-        with RssSampler(server.rss) as rss:
+    """Every document through POST /ingest/markdown/batch, the clients spread over
+    `replicas` servers of one fresh brain; (the rates, the first server's peak RSS)."""
+    servers = [
+        ChildServer(db, env, work / f"http-server-{replicas}-{n}.log") for n in range(replicas)
+    ]
+    try:
+        for server in servers:  # one at a time: the first migrates the new brain
+            server.__enter__()
+            wait_for_answer(server.url, Call("GET", "/health"), 120, server.alive)
+        clients = max(INGEST_CLIENTS, replicas)
+        with RssSampler(servers[0].rss) as rss:
             result = run_calls(
-                server.url,
+                [server.url for server in servers],
                 _ingest_calls(folder, documents),
-                clients=INGEST_CLIENTS,
+                clients=clients,
                 keep_bodies=True,
                 total=-(-documents // INGEST_BATCH),
-                progress=lambda _, done, total: phase(f"{label}: HTTP ingest", done, total),
+                progress=lambda _, done, total: phase(
+                    f"{label}: HTTP ingest, {replicas} server(s)", done, total
+                ),
             )
-        server.check_alive()
+        for server in servers:
+            server.check_alive()
+    finally:
+        for server in servers:
+            server.stop()
     chunks = sum(int(body["chunks"]) for body in result.bodies)
     created = sum(int(body["counts"]["created"]) for body in result.bodies)
     rates = _rates(created, chunks, result.wall_seconds)
-    rates["clients"] = INGEST_CLIENTS
+    rates["clients"] = clients
     rates["batch"] = INGEST_BATCH
+    rates["replicas"] = replicas
     rates["request_ms"] = summarise(result.milliseconds, result.wall_seconds).as_dict()
     return rates, rss.peak
 
@@ -178,7 +246,7 @@ def _ingest_calls(folder: Path, documents: int) -> Iterator[Call]:
 
 
 def _serve_and_search(
-    db: Path,
+    db: str,
     env: Mapping[str, str],
     work: Path,
     queries: list[str],
@@ -204,6 +272,10 @@ def _serve_and_search(
                 phase(f"{label}: {name}, {config.concurrency} clients", 0, 1)
                 result = run_calls(server.url, calls, clients=config.concurrency)
                 concurrent[name] = _summary(result)
+        by_replicas = {
+            n: concurrent["search balanced"] if n == 1 else _replicated(server, n, queries, config)
+            for n in config.replicas
+        }
         stats = run_calls(server.url, [Call("GET", "/stats")], keep_bodies=True).bodies[0]
         server.check_alive()
     return {
@@ -216,7 +288,31 @@ def _serve_and_search(
             "concurrent": concurrent,
         },
         "server_envelope": stats["envelope"],
+        "stats": stats,
+        "by_replicas": by_replicas,
     }
+
+
+def _replicated(
+    first: ChildServer, replicas: int, queries: list[str], config: BenchConfig
+) -> dict[str, float]:
+    """Balanced /search from `config.concurrency` clients spread over `replicas` servers of
+    one brain (the running one and more)."""
+    more = [
+        ChildServer(first.db, first.env, first.log_path.with_name(f"replica-{n}.log"))
+        for n in range(1, replicas)
+    ]
+    try:
+        for server in more:
+            server.__enter__()
+            wait_for_answer(server.url, _search(queries[0], SearchMode.BALANCED), 300, server.alive)
+        urls = [first.url] + [server.url for server in more]
+        calls = [_search(q, SearchMode.BALANCED) for q in queries]
+        run_calls(urls, calls[: WARMUP * replicas], clients=replicas)
+        return _summary(run_calls(urls, calls, clients=config.concurrency))
+    finally:
+        for server in more:
+            server.stop()
 
 
 def _series(

@@ -41,11 +41,11 @@ def child_env(envelope: str, extra: Mapping[str, str] | None = None) -> dict[str
     return child_environment(_DROPPED, fixed)
 
 
-def nexusbrain(db: Path, *args: str) -> list[str]:
+def nexusbrain(db: Path | str, *args: str) -> list[str]:
     return [sys.executable, "-m", "nexusbrain", "--db", str(db), *args]
 
 
-def run_cli(db: Path, env: Mapping[str, str], *args: str) -> tuple[dict[str, Any], float]:
+def run_cli(db: Path | str, env: Mapping[str, str], *args: str) -> tuple[dict[str, Any], float]:
     """Run `nexusbrain --db DB ARGS --json`; (its JSON answer, wall seconds)."""
     started = time.perf_counter()
     done = subprocess.run(
@@ -62,7 +62,9 @@ def run_cli(db: Path, env: Mapping[str, str], *args: str) -> tuple[dict[str, Any
 class ChildServer:
     """`nexusbrain serve` in a child process. Use as a context manager; it stops on exit."""
 
-    def __init__(self, db: Path, env: Mapping[str, str], log_path: Path, workers: int = 1) -> None:
+    def __init__(
+        self, db: Path | str, env: Mapping[str, str], log_path: Path, workers: int = 1
+    ) -> None:
         self.db = db
         self.env = dict(env)
         self.log_path = log_path

@@ -59,6 +59,24 @@ def exit_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def parse_counts(text: str, option: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise InvalidInput(f"{option} {text!r} must be whole numbers like 1,2") from None
+    if not counts or min(counts) < 1:
+        raise InvalidInput(f"{option} {text!r} must be whole numbers of at least 1, like 1,2")
+    return counts
+
+
+def _server_db(url: str | None) -> str | None:
+    from nexusbrain import storage
+
+    if url is not None and not storage.is_server_url(url):
+        raise InvalidInput(f"--db {url!r} must be a postgresql:// URL (SQLite needs no --db)")
+    return url
+
+
 def parse_scales(text: str) -> tuple[int, ...]:
     try:
         scales = tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
@@ -114,6 +132,20 @@ def parse_scales(text: str) -> tuple[int, ...]:
     type=click.Path(file_okay=False, path_type=Path),
     help="Scratch folder for corpora and databases. [default: a temporary one]",
 )
+@click.option(
+    "--db",
+    "server_db",
+    metavar="URL",
+    help="Run the brains on this PostgreSQL database (postgresql://…): scratch schemas named"
+    " after its ?schema=, dropped at the end. [default: SQLite files in the scratch folder]",
+)
+@click.option(
+    "--replicas",
+    default="1",
+    show_default=True,
+    help="Server counts over one brain, comma-separated: HTTP ingest and concurrent /search"
+    " run once per count (e.g. 1,2).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of a table.")
 @click.option(
     "--out",
@@ -131,6 +163,8 @@ def bench(
     envelope: str | None,
     seed: int,
     workdir: Path | None,
+    server_db: str | None,
+    replicas: str,
     as_json: bool,
     out: Path | None,
 ) -> None:
@@ -146,11 +180,14 @@ def bench(
       nexusbrain bench --scales 1000,10000 --searches 200
       nexusbrain bench --envelope desktop --json --out bench.json
       nexusbrain bench --scales 20000 --workers 2
+      nexusbrain bench --db 'postgresql://me@/brains?schema=bench' --replicas 1,2
     """
     from nexusbrain.bench.runner import BenchConfig, run
 
     name = envelope or DEFAULT_ENVELOPE
     default = str(ENVELOPES[envelope].documents) if envelope else "1000,10000"
+    if workdir:
+        workdir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="nexusbrain-bench-", dir=workdir))
     config = BenchConfig(
         scales=parse_scales(scales or default),
@@ -161,6 +198,8 @@ def bench(
         envelope=name,
         seed=seed,
         workdir=scratch,
+        db=_server_db(server_db),
+        replicas=parse_counts(replicas, "--replicas"),
     )
     display = PhaseDisplay()
     try:

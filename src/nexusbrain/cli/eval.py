@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import click
 import orjson
 
+from nexusbrain import storage
 from nexusbrain.cli.eval_render import finish
 from nexusbrain.cli.eval_targets import BrainTarget, HttpTarget, open_brain, scratch_factory
 from nexusbrain.cli.render import Bars
@@ -117,7 +118,7 @@ def eval_group() -> None:
 
 @contextmanager
 def _target(
-    ctx: click.Context, api: str | None, db: Path | None, corpus: Path | None, lexical: bool
+    ctx: click.Context, api: str | None, db: str | None, corpus: Path | None, lexical: bool
 ) -> Iterator[tuple[SearchTarget, dict[str, float]]]:
     """The target a judged set is scored against, and the seconds spent preparing it."""
     if sum(x is not None for x in (api, db, corpus)) > 1:
@@ -142,9 +143,27 @@ def _target(
 def _db_option(func: F) -> F:
     return click.option(
         "--db",
-        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="PATH_OR_URL",
         help="Database to search (default: nexusbrain's --db, $BRAIN_DB_PATH, the default).",
     )(func)
+
+
+def _scratch_option(func: F) -> F:
+    return click.option(
+        "--db",
+        "server",
+        metavar="URL",
+        help="Make the scratch brains in this PostgreSQL database: postgresql://…?schema=NAME"
+        " gives each a schema NAME_eval_…, dropped after. [default: SQLite files in a"
+        " temporary folder]",
+        callback=lambda _ctx, _param, value: _server_url(value),
+    )(func)
+
+
+def _server_url(value: str | None) -> str | None:
+    if value is not None and not storage.is_server_url(value):
+        raise InvalidInput(f"--db {value!r} must be a postgresql:// URL for scratch brains")
+    return value
 
 
 def _api_option(func: F) -> F:
@@ -172,7 +191,7 @@ def judged(
     splits: tuple[str, ...],
     corpus: Path | None,
     api: str | None,
-    db: Path | None,
+    db: str | None,
     mode: str,
     k: int,
     lexical_only: bool,
@@ -203,6 +222,7 @@ def judged(
             floors=floors,
             as_json=as_json,
             trec_run=None,
+            server=None,
         )
         return
     if beir.is_beir_folder(judged_set):
@@ -245,6 +265,7 @@ def _one_split(folder: Path, splits: Sequence[str]) -> str:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the ranking as a TREC run file (for trec_eval or `eval score`).",
 )
+@_scratch_option
 @retrieval_options(100)
 @scoring_options
 @click.pass_context
@@ -253,6 +274,7 @@ def beir_command(
     folder: Path,
     split: str,
     trec_run: Path | None,
+    server: str | None,
     mode: str,
     k: int,
     lexical_only: bool,
@@ -268,6 +290,7 @@ def beir_command(
     Example:
       nexusbrain eval beir ../shared/datasets/scifact --split train --k 100
       nexusbrain eval beir ../shared/datasets/cranfield --split test --lexical-only --json
+      nexusbrain eval beir ../shared/datasets/scifact --split train --db 'postgresql:///x?schema=ev'
     """
     metrics = chosen(beir.DEFAULT_METRICS, metric_names, floors)
     request = SearchRequest(max(k, deepest_cutoff(metrics)), mode, best_per_document=True)
@@ -275,7 +298,7 @@ def beir_command(
         run = beir.run_beir(
             folder,
             split,
-            scratch_factory(lexical_only=lexical_only),
+            scratch_factory(lexical_only=lexical_only, server=server),
             request,
             metrics,
             progress=bars,
@@ -288,6 +311,7 @@ def beir_command(
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--split", default="dev", show_default=True, help="The split this file is.")
 @click.option("--no-captions", is_flag=True, help="Leave shared photos' captions out of turns.")
+@_scratch_option
 @retrieval_options(10)
 @scoring_options
 @click.pass_context
@@ -296,6 +320,7 @@ def locomo_command(
     file: Path,
     split: str,
     no_captions: bool,
+    server: str | None,
     mode: str,
     k: int,
     lexical_only: bool,
@@ -311,13 +336,14 @@ def locomo_command(
     \b
     Example:
       nexusbrain eval locomo ../shared/datasets/locomo/locomo_dev.json --lexical-only
+      nexusbrain eval locomo locomo_dev.json --db 'postgresql:///brains?schema=evals'
     """
     metrics = chosen(locomo.DEFAULT_METRICS, metric_names, floors)
     request = SearchRequest(max(k, deepest_cutoff(metrics)), mode)
     with Bars(not as_json) as bars:
         run = locomo.run_locomo(
             file,
-            scratch_factory(lexical_only=lexical_only),
+            scratch_factory(lexical_only=lexical_only, server=server),
             request,
             metrics,
             split=split,
@@ -433,7 +459,7 @@ def convert_locomo(file: Path, output: Path, no_captions: bool, as_json: bool) -
 @click.pass_context
 def known_item_command(
     ctx: click.Context,
-    db: Path | None,
+    db: str | None,
     api: str | None,
     n: int,
     seed: int,
@@ -488,7 +514,7 @@ def known_item_command(
 @click.pass_context
 def scaffold_command(
     ctx: click.Context,
-    db: Path | None,
+    db: str | None,
     api: str | None,
     output: Path | None,
     n: int,

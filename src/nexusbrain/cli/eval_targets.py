@@ -4,6 +4,7 @@ over HTTP. This is interface code: it parses nothing and scores nothing, it only
 
 from __future__ import annotations
 
+import secrets
 import tempfile
 import urllib.error
 import urllib.parse
@@ -16,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from nexusbrain import storage
 from nexusbrain.brain import Brain
 from nexusbrain.config import CaptureConfig, Profile, Settings, api_token
 from nexusbrain.errors import InvalidInput
@@ -111,20 +113,28 @@ class SpanTarget(BrainTarget):
         ]
 
 
-def scratch_factory(*, lexical_only: bool = False, spans: bool = False) -> WorkspaceFactory:
-    """A WorkspaceFactory: each call opens an empty brain in a temporary folder, removed on
-    close, with capture off. The embedder is $BRAIN_EMBEDDER's (none when lexical-only); with
-    `spans`, results carry their line spans."""
+def scratch_factory(
+    *, lexical_only: bool = False, spans: bool = False, server: str | None = None
+) -> WorkspaceFactory:
+    """A WorkspaceFactory: each call opens an empty brain in a temporary folder, or, given a
+    `server` database (postgresql://…), in a scratch schema of it; removed on close, with
+    capture off. The embedder is $BRAIN_EMBEDDER's (none when lexical-only); with `spans`,
+    results carry their line spans."""
     target = SpanTarget if spans else BrainTarget
 
     @contextmanager
     def scratch() -> Iterator[Workspace]:
         with tempfile.TemporaryDirectory(prefix="nexusbrain-eval-") as folder:
-            brain = open_brain(Path(folder) / "scratch.db", lexical_only=lexical_only)
+            db = str(Path(folder) / "scratch.db")
+            if server is not None:
+                db = storage.scratch_url(server, f"eval_{secrets.token_hex(4)}")
+            brain = open_brain(db, lexical_only=lexical_only)
             try:
                 yield target(brain, lexical_only=lexical_only, label="scratch")
             finally:
                 brain.close()
+                if server is not None:
+                    storage.drop(db)
 
     return scratch
 

@@ -143,8 +143,9 @@ def answers_of(ctx: click.Context, *, create: bool = False) -> Answers:
 @click.option(
     "--db",
     metavar="PATH_OR_URL",
-    help="The brain: a SQLite file (or sqlite:///path). Default: $BRAIN_DB_URL, else "
-    "$BRAIN_DB_PATH, else brain.db in the platform data directory.",
+    help="The brain: a SQLite file (or sqlite:///path), or postgresql://user@host/db?schema=NAME"
+    " (the postgres extra). Default: $BRAIN_DB_URL, else $BRAIN_DB_PATH, else brain.db in the"
+    " platform data directory.",
 )
 @click.option(
     "--local",
@@ -442,7 +443,8 @@ def export_(ctx: click.Context, output: Path | None) -> None:
 def backup(ctx: click.Context, target: Path, as_json: bool) -> None:
     """Copy the whole brain to TARGET (a new file), consistent while a server goes on writing.
 
-    The copy is itself a brain: `nexusbrain --db TARGET stats`.
+    For SQLite the copy is itself a brain (`nexusbrain --db TARGET stats`); for PostgreSQL it
+    is the brain's export, one snapshot, that `import` restores (or use pg_dump).
 
     \b
     Example:
@@ -486,6 +488,34 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
         emit(result)
     else:
         render.import_summary(result)
+
+
+@cli.command()
+@click.argument("source", metavar="SOURCE")
+@click.argument("target", metavar="TARGET")
+@json_option
+def copy(source: str, target: str, as_json: bool) -> None:
+    """Copy the brain at SOURCE into a new, empty brain at TARGET, losslessly: each a SQLite
+    file or a postgresql:// URL (one ?schema= per brain). The copy is re-embedded; its
+    export is the source's, byte for byte. --db is not used.
+
+    \b
+    Example:
+      nexusbrain copy ~/brain.db 'postgresql://team@db.lan/brains?schema=team_a'
+      nexusbrain copy 'postgresql://team@db.lan/brains?schema=team_a' restored.db
+    """
+    from nexusbrain import views
+    from nexusbrain.brain import Brain
+
+    with Brain.open(source, create=False) as brain, render.Bars(not as_json) as bars:
+        result = brain.copy_to(target, progress=bars)
+    if as_json:
+        emit(views.import_result(result))
+    else:
+        click.echo(
+            f"copied {result.documents} documents and {result.chunks} chunks"
+            f" ({result.records} records)"
+        )
 
 
 @cli.command()

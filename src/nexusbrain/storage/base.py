@@ -254,6 +254,11 @@ class Backend(Protocol):
         """Where the brain lives, for people: a file path, or a URL without its password."""
         ...
 
+    def ping(self) -> None:
+        """Return once the database answers; StorageError (Unavailable for a server that
+        cannot be reached) otherwise."""
+        ...
+
     def backup(self, target: Path) -> None:
         """A consistent copy of the whole brain in the file `target`, taken while writers go
         on (for SQLite, a database file; see each backend)."""

@@ -218,6 +218,12 @@ class PostingScorer:
                 lists.append((rows, share * query_weight(count)))
         return query, lists, weights
 
+    def cached(self) -> tuple[int, frozenset[str]]:
+        """(the change seq the scored-postings cache is for, the tokens it holds): a backend
+        may fetch the other tokens' postings ahead, in one round trip."""
+        with self._lock:
+            return self._cache_seq, frozenset(token for _, token in self._cache)
+
     def _synced_rows(self, read: PostingsRead) -> _Rows:
         """Every chunk's length and document, as this read sees them. A read that may roll
         back gets a private copy."""

@@ -52,6 +52,9 @@ class SQLiteBackend:
     def describe(self) -> str:
         return str(self.path)
 
+    def ping(self) -> None:
+        self.store.ping()
+
     def backup(self, target: Path) -> None:
         self.store.backup(target)
 

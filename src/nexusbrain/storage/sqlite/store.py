@@ -181,6 +181,12 @@ class SQLiteStore:
                         conn.execute("ROLLBACK")
                     raise
 
+    def ping(self) -> None:
+        try:
+            self.connection().execute("SELECT count(*) FROM schema_migrations").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot read the database at {self.path}: {exc}") from exc
+
     def schema_version(self) -> int:
         row = self.connection().execute("SELECT max(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)

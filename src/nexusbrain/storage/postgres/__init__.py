@@ -1,0 +1,103 @@
+"""The PostgreSQL backend: one schema of one database holds a brain, any number of replicas
+(`nexusbrain serve` processes) share it, and each keeps only caches that follow the change log.
+Needs PostgreSQL 15+ with pgvector 0.7+ (`pip install 'nexusbrain[postgres]'`); the design,
+with measurements, is docs/design/postgres.md."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+from psycopg import sql
+
+from nexusbrain.config import LexicalConfig, StorageConfig
+from nexusbrain.errors import NotFound
+from nexusbrain.storage.base import Vector
+from nexusbrain.storage.postgres.compaction import Compactor
+from nexusbrain.storage.postgres.database import Database, connect, ensure_vector
+from nexusbrain.storage.postgres.graph import PostgresGraphStore
+from nexusbrain.storage.postgres.lexical import PostgresLexicalIndex
+from nexusbrain.storage.postgres.migrations import holds_brain, migrate
+from nexusbrain.storage.postgres.store import PostgresStore
+from nexusbrain.storage.postgres.url import PostgresUrl, parse_url
+from nexusbrain.storage.postgres.writes import PostgresWork
+from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
+
+__all__ = ["PostgresBackend", "drop_brain", "parse_url"]
+
+
+class PostgresBackend:
+    """A `Backend` over one schema of a PostgreSQL database."""
+
+    def __init__(
+        self,
+        url: PostgresUrl,
+        lexical: LexicalConfig,
+        config: StorageConfig,
+        *,
+        create: bool = True,
+    ) -> None:
+        self.url = url
+        with connect(url) as conn:
+            if not create and not holds_brain(conn, url.schema):
+                raise NotFound(
+                    f"no brain at {url.shown}: schema {url.schema!r} holds none (a command"
+                    " that stores, such as add or ingest-dir, makes one)"
+                )
+            vector = ensure_vector(conn, url)
+            migrate(conn, url.schema, vector[1])
+        self.db = Database(url, config, vector)
+        self.store = PostgresStore(self.db)
+        self._graph = PostgresGraphStore(self.db)
+        self._lexical = PostgresLexicalIndex(self.db, lexical)
+        self.compactor = Compactor(self.db, self._lexical.live)
+        self.compactor.start()
+
+    @property
+    def documents(self) -> PostgresStore:
+        return self.store
+
+    @property
+    def graph(self) -> PostgresGraphStore:
+        return self._graph
+
+    @property
+    def lexical(self) -> PostgresLexicalIndex:
+        return self._lexical
+
+    def dense_index(
+        self, model: str, dim: int, *, centre: bool, reference: Vector | None = None
+    ) -> VectorIndex:
+        config = IndexConfig(centre=centre)
+        return VectorIndex(self.store, model, dim, config=config, reference=reference)
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[PostgresWork]:
+        with self.store.unit_of_work() as work:
+            yield work
+
+    def describe(self) -> str:
+        shown = self.url.shown
+        return shown if "schema=" in shown else f"{shown} (schema {self.url.schema})"
+
+    def ping(self) -> None:
+        self.db.ping()
+
+    def backup(self, target: Path) -> None:
+        """The brain's export (JSON lines, one snapshot) in `target`: `nexusbrain import`
+        restores it into any backend. (A copy of the whole database is pg_dump's job.)"""
+        with target.open("xb") as out:
+            for record in self.store.export_records():
+                out.write(orjson.dumps(record) + b"\n")
+
+    def close(self) -> None:
+        self.compactor.close()
+        self.db.close()
+
+
+def drop_brain(url: PostgresUrl) -> None:
+    """DROP SCHEMA ... CASCADE of the brain's schema (the caller closed its backends)."""
+    with connect(url) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(url.schema)))

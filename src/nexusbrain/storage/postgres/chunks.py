@@ -1,0 +1,196 @@
+"""Chunk rows, their postings, vectors and the chunk change log, written inside a write
+transaction (database.py).
+
+Chunks and postings go in by COPY. Every chunk added, removed or re-hashed is noted, and the
+notes are logged in `chunk_changes` at the end of the transaction (`ChangeLog.flush`), after
+`change_head` hands out their seqs: its row lock is held to COMMIT, so seqs are given in
+commit order and a reader that sees head S has every change up to S.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+import psycopg
+
+from nexusbrain.records import (
+    ChunkDraft,
+    VectorBatch,
+)
+from nexusbrain.storage.exchange import HEADING_SEP
+from nexusbrain.storage.postgres.postings import POSTINGS_COPY, Segment, copy_stream
+
+CHUNK_COLUMNS = (
+    "id, pid, length, document_id, ordinal, char_start, char_end, line_start, line_end,"
+    " heading, text, unit, meta, text_hash, context"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A chunk as stored (`id` None: the next from the table's sequence)."""
+
+    id: int | None
+    document_id: int
+    ordinal: int
+    char_start: int
+    char_end: int
+    line_start: int
+    line_end: int
+    heading: str
+    text: str
+    unit: str | None
+    meta: str
+    text_hash: str | None
+    context: str
+
+
+def chunk_row(document_id: int, c: ChunkDraft) -> ChunkRow:
+    return ChunkRow(
+        None,
+        document_id,
+        c.ordinal,
+        c.char_start,
+        c.char_end,
+        c.line_start,
+        c.line_end,
+        HEADING_SEP.join(c.heading_path),
+        c.text,
+        c.unit,
+        orjson.dumps(dict(c.meta)).decode(),
+        c.text_hash,
+        c.context,
+    )
+
+
+class ChangeLog:
+    """The chunk changes of one transaction, in order, logged when it ends."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, int, bool]] = []  # (chunk id, pid, added)
+        self.chunks = 0  # live chunks gained
+        self.tokens = 0  # tokens gained
+
+    def added(self, chunk_id: int, pid: int, length: int) -> None:
+        self.events.append((chunk_id, pid, True))
+        self.chunks += 1
+        self.tokens += length
+
+    def removed(self, chunk_id: int, pid: int, length: int) -> None:
+        self.events.append((chunk_id, pid, False))
+        self.chunks -= 1
+        self.tokens -= length
+
+    def rehashed(self, chunk_id: int, pid: int) -> None:
+        self.events.append((chunk_id, pid, True))
+
+    def flush(self, conn: psycopg.Connection[Any]) -> None:
+        if not self.events:
+            return
+        n = len(self.events)
+        row = conn.execute(
+            "UPDATE change_head SET seq = seq + %s, chunks = chunks + %s, tokens = tokens + %s"
+            " RETURNING seq",
+            (n, self.chunks, self.tokens),
+        ).fetchone()
+        assert row is not None
+        first = int(row[0]) - n + 1
+        with (
+            conn.cursor() as cursor,
+            cursor.copy("COPY chunk_changes (seq, chunk_id, pid, added) FROM STDIN") as copy,
+        ):
+            for offset, (chunk_id, pid, added) in enumerate(self.events):
+                copy.write_row((first + offset, chunk_id, pid, added))
+        self.events.clear()
+        self.chunks = self.tokens = 0
+
+
+def insert_chunks(conn: psycopg.Connection[Any], rows: Sequence[ChunkRow], log: ChangeLog) -> None:
+    """Insert chunk rows (with their postings): one COPY for the chunks, one for the postings."""
+    if not rows:
+        return
+    fresh = sum(1 for r in rows if r.id is None)
+    numbers = conn.execute(
+        "SELECT nextval('chunk_pids'),"
+        " CASE WHEN n <= %s THEN nextval(pg_get_serial_sequence('chunks', 'id')) END"
+        " FROM generate_series(1, %s) AS n",
+        (fresh, len(rows)),
+    ).fetchall()
+    segment_row = conn.execute("SELECT nextval('postings_segments')").fetchone()
+    assert segment_row is not None
+    segment = Segment()
+    new_ids = iter(r[1] for r in numbers if r[1] is not None)
+    with conn.cursor() as cursor, cursor.copy(f"COPY chunks ({CHUNK_COLUMNS}) FROM STDIN") as copy:
+        for row, (pid, _) in zip(rows, numbers, strict=True):
+            chunk_id = row.id if row.id is not None else next(new_ids)
+            length = segment.add(pid, row.text, row.heading, row.context)
+            copy.write_row(
+                (
+                    chunk_id,
+                    pid,
+                    length,
+                    row.document_id,
+                    row.ordinal,
+                    row.char_start,
+                    row.char_end,
+                    row.line_start,
+                    row.line_end,
+                    row.heading,
+                    row.text,
+                    row.unit,
+                    row.meta,
+                    row.text_hash,
+                    row.context,
+                )
+            )
+            log.added(chunk_id, pid, length)
+    if segment:
+        with conn.cursor() as cursor, cursor.copy(POSTINGS_COPY) as copy:
+            copy.write(segment.copy_payload(int(segment_row[0])))
+
+
+def delete_chunks(conn: psycopg.Connection[Any], document_id: int, log: ChangeLog) -> None:
+    for chunk_id, pid, length in conn.execute(
+        "DELETE FROM chunks WHERE document_id = %s RETURNING id, pid, length", (document_id,)
+    ).fetchall():
+        log.removed(chunk_id, pid, length)
+
+
+def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch) -> None:
+    """Store new vectors as halfvec (what the dense index reads: it keeps float16 rows), once
+    per (model, text hash): one already stored by a concurrent writer is left as it is."""
+    if not batch.vectors:
+        return
+    model = batch.model.encode("utf-8")
+    parts: list[bytes] = []
+    for text_hash, blob in batch.vectors.items():
+        values = np.frombuffer(blob, np.float32).astype(">f2").tobytes()
+        digest = text_hash.encode("utf-8")
+        parts += (
+            struct.pack(">hi", 4, len(model)),
+            model,
+            struct.pack(">i", len(digest)),
+            digest,
+            struct.pack(">iii", 4, batch.dim, 4 + 2 * batch.dim),
+            struct.pack(">hh", batch.dim, 0),
+            values,
+        )
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS incoming_vectors (model text, text_hash text,"
+        " dim integer, embedding halfvec) ON COMMIT DELETE ROWS"
+    )
+    with (
+        conn.cursor() as cursor,
+        cursor.copy("COPY incoming_vectors FROM STDIN (FORMAT BINARY)") as copy,
+    ):
+        copy.write(copy_stream([b"".join(parts)]))
+    conn.execute(
+        "INSERT INTO vectors (model, text_hash, dim, embedding)"
+        " SELECT model, text_hash, dim, embedding FROM incoming_vectors ON CONFLICT DO NOTHING"
+    )
+    conn.execute("DELETE FROM incoming_vectors")

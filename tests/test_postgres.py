@@ -1,0 +1,267 @@
+"""PostgreSQL-specific checks (the conformance suite, tests/backend, covers what both backends
+share): the URL, migrations under their lock, the graph's invariants refused by the database
+itself, postings compaction, ids that import uses again, and two backends over one schema."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from nexusbrain import storage
+from nexusbrain.errors import ConfigError
+from nexusbrain.records import SearchFilters
+from nexusbrain.storage.base import Backend
+from nexusbrain.storage.sqlite.migrations import LATEST as SQLITE_LATEST
+
+from .backend.conftest import NOW, chunk, draft, write
+from .pgserver import Server, fresh_schema
+from .postgres_checks import database_checks
+
+psycopg = pytest.importorskip("psycopg")
+pg_errors = pytest.importorskip("psycopg.errors")
+
+
+@pytest.fixture
+def opened(postgres: Server) -> Iterator[list[Backend]]:
+    backends: list[Backend] = []
+    yield backends
+    for backend in backends:
+        backend.close()
+
+
+def open_url(opened: list[Backend], url: str) -> Backend:
+    backend = storage.open(url)
+    opened.append(backend)
+    return backend
+
+
+def test_versions_count_on_sqlite_s_scale() -> None:
+    from nexusbrain.storage.postgres.migrations import LATEST
+
+    assert LATEST == SQLITE_LATEST  # an export's header names the same schema on both
+
+
+def test_the_url_names_schema_and_pool_and_hides_the_password() -> None:
+    from nexusbrain.storage.postgres.url import parse_url
+
+    url = parse_url("postgresql://ada:s3cret@db.example:5433/brains?schema=team_a&pool=4")
+    assert (url.schema, url.pool) == ("team_a", 4)
+    assert "s3cret" not in url.shown and "schema" not in url.conninfo
+    assert parse_url("postgres://u@h/d").schema == "nexusbrain"
+    for bad, named in [
+        ("postgresql://u@h/d?schema=Team-A", "schema='Team-A'"),
+        ("postgresql://u@h/d?schema=1st", "schema='1st'"),
+        ("postgresql://u@h/d?pool=0", "pool='0'"),
+        ("postgresql://u@h/d?nonsense=1&password=hush", "nonsense"),
+    ]:
+        with pytest.raises(ConfigError, match=named) as caught:
+            parse_url(bad)
+        assert "hush" not in caught.value.message and "\n" not in caught.value.message
+
+
+def _open_in_child(url: str, barrier: object, results: object) -> None:
+    barrier.wait()  # type: ignore[attr-defined]
+    try:
+        storage.open(url).close()
+        results.put("ok")  # type: ignore[attr-defined]
+    except Exception as exc:
+        results.put(f"{type(exc).__name__}: {exc}")  # type: ignore[attr-defined]
+
+
+def test_two_replicas_starting_at_once_migrate_exactly_once(postgres: Server) -> None:
+    schema = fresh_schema()
+    url = postgres.url(schema)
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(3), context.Queue()
+    children = [
+        context.Process(target=_open_in_child, args=(url, barrier, results)) for _ in range(3)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=120)
+    assert sorted(results.get(timeout=5) for _ in children) == ["ok"] * 3
+    with postgres.connect() as conn:
+        versions = conn.execute(f"SELECT version FROM {schema}.schema_migrations").fetchall()
+    assert versions == [(SQLITE_LATEST,)]
+
+
+def _graph(postgres: Server, opened: list[Backend]) -> tuple[str, int]:
+    """A schema with Ada (alias Ada L) works_at Acme (id 1), then Globex (retiring 1)."""
+    from nexusbrain.clock import FrozenClock
+    from nexusbrain.config import GraphConfig
+    from nexusbrain.graph import Graph
+
+    schema = fresh_schema()
+    backend = open_url(opened, postgres.url(schema))
+    graph = Graph(backend.graph, GraphConfig(), FrozenClock(NOW))
+    graph.relate("Ada", "works_at", "Acme", valid_at=datetime(2020, 1, 1, tzinfo=UTC))
+    moved = graph.relate("Ada", "works_at", "Globex", valid_at=datetime(2022, 1, 1, tzinfo=UTC))
+    with backend.graph.session() as session:
+        ada = session.find_entity("ada")
+        assert ada is not None
+        session.add_alias(ada.id, "ada l", "Ada L", NOW)
+    return schema, moved.id or 0
+
+
+VIOLATIONS = [
+    ("delete a version", "DELETE FROM relationships WHERE id = 1"),
+    ("truncate the versions", "TRUNCATE relationships CASCADE"),
+    ("delete an entity", "DELETE FROM entities WHERE key = 'acme'"),
+    ("delete an alias", "DELETE FROM entity_aliases"),
+    (
+        "a second current version of a triple",
+        "INSERT INTO relationships (from_id, type, to_id, created_at)"
+        " SELECT from_id, type, to_id, now() FROM relationships WHERE superseded_at IS NULL",
+    ),
+    ("edit a version's window", "UPDATE relationships SET valid_at = now() WHERE id = {current}"),
+    (
+        "retire without a reason",
+        "UPDATE relationships SET superseded_at = now() WHERE id = {current}",
+    ),
+    ("retire twice", "UPDATE relationships SET reason = 'retracted' WHERE id = 1"),
+    (
+        "an unknown reason",
+        "UPDATE relationships SET superseded_at = now(), reason = 'tired' WHERE id = {current}",
+    ),
+    (
+        "a successor that does not meet its predecessor",
+        "INSERT INTO relationships (from_id, type, to_id, created_at, supersedes)"
+        " SELECT to_id, type, from_id, superseded_at + interval '1 microsecond', id"
+        " FROM relationships WHERE id = 1",
+    ),
+    (
+        "a successor of a current version",
+        "INSERT INTO relationships (from_id, type, to_id, created_at, supersedes)"
+        " SELECT to_id, 'knows', from_id, now(), id FROM relationships WHERE id = {current}",
+    ),
+    (
+        "a second successor",
+        "INSERT INTO relationships (from_id, type, to_id, created_at, supersedes)"
+        " SELECT to_id, 'knows', from_id, superseded_at, id FROM relationships WHERE id = 1",
+    ),
+    (
+        "a window that ends before it starts",
+        "INSERT INTO relationships (from_id, type, to_id, valid_at, invalid_at, created_at)"
+        " VALUES (1, 'x', 2, '2024-01-01', '2023-01-01', now())",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "statement"), VIOLATIONS, ids=[v[0] for v in VIOLATIONS])
+def test_the_database_refuses_what_breaks_the_graph(
+    postgres: Server, opened: list[Backend], what: str, statement: str
+) -> None:
+    schema, current = _graph(postgres, opened)
+    with postgres.connect() as conn:
+        conn.execute(f"SET search_path TO {schema}, public")
+        with pytest.raises(psycopg.IntegrityError), conn.transaction():
+            conn.execute(statement.format(current=current))
+        database_checks(conn, schema)
+
+
+def test_a_retirement_and_its_successor_at_the_same_instant_are_accepted(
+    postgres: Server, opened: list[Backend]
+) -> None:
+    schema, current = _graph(postgres, opened)
+    with postgres.connect() as conn, conn.transaction():
+        conn.execute(f"SET LOCAL search_path TO {schema}, public")
+        conn.execute(
+            "UPDATE relationships SET superseded_at = %s, reason = 'window_changed' WHERE id = %s",
+            (datetime(2027, 1, 1, tzinfo=UTC), current),
+        )
+        conn.execute(
+            "INSERT INTO relationships (from_id, type, to_id, created_at, supersedes)"
+            " SELECT from_id, type, to_id, superseded_at, id FROM relationships WHERE id = %s",
+            (current,),
+        )
+
+
+def _segments(postgres: Server, schema: str) -> int:
+    with postgres.connect() as conn:
+        return int(conn.execute(f"SELECT count(*) FROM {schema}.postings").fetchone()[0])
+
+
+def test_compaction_merges_segments_and_drops_removed_chunks(
+    postgres: Server, opened: list[Backend]
+) -> None:
+    schema = fresh_schema()
+    backend = open_url(opened, postgres.url(schema))
+    backend.compactor.close()  # type: ignore[attr-defined]  # compacted by hand below
+    ids = [
+        write(backend, draft(f"{n}.md", text=f"common word{n}"), [chunk(f"common word{n}")])
+        for n in range(40)
+    ]
+    backend.documents.retire_documents([r.document_id for r in ids[::3]], NOW)
+    query = ["common", "word7", "word9"]
+    before = backend.lexical.search(query, 50, SearchFilters()).scored
+    segments = _segments(postgres, schema)
+    done = backend.compactor.compact()  # type: ignore[attr-defined]
+    assert done.merged >= 1 and done.written < done.read  # removed chunks' postings dropped
+    assert _segments(postgres, schema) < segments
+    again = storage.open(postgres.url(schema))  # a fresh process's view, after compaction
+    opened.append(again)
+    assert again.lexical.search(query, 50, SearchFilters()).scored == before
+    assert backend.lexical.search(query, 50, SearchFilters()).scored == before
+    with postgres.connect() as conn:
+        database_checks(conn, schema)
+
+
+def test_an_id_used_again_by_import_never_gets_the_old_chunk_s_postings(
+    postgres: Server, opened: list[Backend]
+) -> None:
+    schema = fresh_schema()
+    backend = open_url(opened, postgres.url(schema))
+    gone = write(backend, draft("gone.md", text="apple"), [chunk("apple")])
+    (old,) = backend.documents.chunks_of(gone.document_id)
+    backend.documents.retire_documents([gone.document_id], NOW)
+    source = open_url(opened, postgres.url())
+    kept = write(source, draft("kept.md", text="banana"), [chunk("banana")])
+    records = list(source.documents.export_records())
+    for record in records:  # the imported document and chunk take ids this brain used
+        if record["type"] == "document":
+            record["id"] = 77
+        elif record["type"] in ("chunk", "revision"):
+            record["document_id"] = 77
+            if record["type"] == "chunk":
+                record["id"] = old.id
+    assert kept.document_id != 77
+    backend.documents.import_records(records)
+    assert backend.lexical.search(["apple"], 5, SearchFilters()).scored == []
+    assert [s.chunk_id for s in backend.lexical.search(["banana"], 5, SearchFilters()).scored] == [
+        old.id
+    ]
+    fresh = open_url(opened, postgres.url(schema))
+    assert fresh.lexical.search(["apple"], 5, SearchFilters()).scored == []
+    with postgres.connect() as conn:
+        database_checks(conn, schema)
+
+
+def test_a_write_through_one_backend_is_seen_by_the_next_search_of_another(
+    postgres: Server, opened: list[Backend]
+) -> None:
+    from nexusbrain.records import VectorBatch
+    from nexusbrain.retrieval.vectors import to_blob
+
+    url = postgres.url()
+    one, two = open_url(opened, url), open_url(opened, url)
+    index = two.dense_index("m", 2, centre=False)
+    import numpy as np
+
+    first = write(
+        one,
+        draft("a.md", text="alpha"),
+        [chunk("alpha", text_hash="ha")],
+        VectorBatch("m", 2, {"ha": to_blob(np.array([1.0, 0.0], np.float32))}),
+    )
+    assert len(two.lexical.search(["alpha"], 5, SearchFilters()).scored) == 1
+    query = index.centre(np.array([1.0, 0.0], np.float32))
+    assert [s.chunk_id for s in index.search(query, 5)] == [
+        c.id for c in one.documents.chunks_of(first.document_id)
+    ]
+    one.documents.retire_documents([first.document_id], NOW)
+    assert two.lexical.search(["alpha"], 5, SearchFilters()).scored == []
+    assert index.search(index.centre(np.array([1.0, 0.0], np.float32)), 5) == []
