@@ -9,7 +9,8 @@ Measures, in one run on one machine:
 - the same with `nexusbrain serve` up for the database (one HTTP request);
 - each paired with QMD's `qmd search Q -n 10` when --qmd names it (runs interleaved, so that
   both see the same machine load; QMD's index must already hold the corpus: `qmd collection
-  add DIR --name NAME`);
+  add DIR --name NAME`). QMD 2.8.3 from npm needs Node 22 or bun: under Node 20 its search
+  crashes, so give --qmd "bun $(npm root -g)/@tobilu/qmd/dist/cli/qmd.js";
 - --watch: `serve --watch CORPUS`, a file edited, the wall time until a search over HTTP finds
   the new text (median of N edits), and the CPU the server uses over --idle seconds of quiet.
 
@@ -24,6 +25,7 @@ import argparse
 import compileall
 import json
 import os
+import shlex
 import signal
 import statistics
 import subprocess
@@ -51,7 +53,7 @@ def main() -> None:
         _run([NEXUSBRAIN, "--local", "--db", str(args.db), "ingest-dir", str(args.corpus)], env)
     report: dict[str, Any] = {"load_before": os.getloadavg(), "runs": args.runs, "query": QUERY}
     ours = [NEXUSBRAIN, "--db", str(args.db), "search", QUERY, "-k", "10"]
-    qmd = [args.qmd, "search", QUERY, "-n", "10"] if args.qmd else None
+    qmd = [*shlex.split(args.qmd), "search", QUERY, "-n", "10"] if args.qmd else None
     report["help"] = _timed([[NEXUSBRAIN, "--help"]], args.runs, env)[0]
     report["no_server"] = _paired([*ours[:1], "--local", *ours[1:]], qmd, args.runs, env)
     server = _serve(args, env)
@@ -73,7 +75,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--corpus", type=Path, required=True, help="folder of markdown files")
     parser.add_argument("--db", type=Path, required=True, help="the brain (made if missing)")
     parser.add_argument("--scifact", type=Path, help="SciFact corpus.jsonl: write the corpus")
-    parser.add_argument("--qmd", help="QMD's command, to time `qmd search` beside ours")
+    parser.add_argument(
+        "--qmd", help="QMD's command (split as a shell would), to time `qmd search` beside ours"
+    )
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--idle", type=float, default=60.0, help="seconds of idle to measure")
     parser.add_argument("--json", type=Path, help="also write the figures here")

@@ -133,7 +133,7 @@ def test_a_ci_sized_bench_run(
     monkeypatch.setenv("BRAIN_EMBEDDER", "hashing")
     monkeypatch.setenv("BRAIN_RATE_LIMIT_LOOPBACK", "1")  # the bench must override it
     out = tmp_path / "bench.json"
-    args = ["bench", "--scales", "200", "--searches", "20", "--concurrency", "4"]
+    args = ["bench", "--scales", "200", "--searches", "20", "--concurrency", "4", "--workers", "2"]
     args += ["--envelope", "edge", "--workdir", str(tmp_path), "--json", "--out", str(out)]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1, result.output
@@ -145,6 +145,7 @@ def test_a_ci_sized_bench_run(
 
 
 def _check_report(report: dict) -> None:  # type: ignore[type-arg]
+    assert report["bench"]["workers"] == 2  # the searched server's
     env = report["environment"]
     assert re.fullmatch(r"[0-9a-f]{40}", env["commit"])
     assert env["machine"]["cores"] >= 1 and env["machine"]["memory_bytes"] > 0

@@ -145,8 +145,8 @@ def cli_process(*args: str, db: Path | None, cwd: Path | None = None, **env: str
     return Run(done.returncode, done.stdout, stderr, modules)
 
 
-def heavy(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+def heavy(modules: set[str], names: tuple[str, ...] = HEAVY) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in names))
 
 
 COMMANDS = [
@@ -220,6 +220,28 @@ def test_brain_url_names_the_server_and_local_works_in_process(served: Served) -
     assert json.loads(by_url.stdout)["hits"][0]["uri"].endswith("deploy.md")
     local = cli_process("--local", "search", "signing key", db=served.db, BRAIN_EMBEDDER="hashing")
     assert local.code == 0 and "numpy" in local.modules
+
+
+# What a search in process has no use for: writes, the graph, explain, stats and the server.
+NOT_FOR_SEARCH = (
+    "yaml",
+    "psutil",
+    "fastapi",
+    "uvicorn",
+    "mcp",
+    "nexusbrain.ingest",
+    "nexusbrain.graph",
+    "nexusbrain.retrieval.explain",
+    "nexusbrain.captures",
+    "nexusbrain.api",
+)
+
+
+def test_a_search_in_process_loads_only_what_a_search_needs(served: Served) -> None:
+    for args in (("search", "signing key", "--json"), ("recall", "signing key")):
+        run = cli_process("--local", *args, db=served.db, BRAIN_EMBEDDER="hashing")
+        assert run.code == 0, run.stderr
+        assert heavy(run.modules, NOT_FOR_SEARCH) == []
 
 
 def test_an_unreachable_brain_url_is_an_error_naming_it(tmp_path: Path) -> None:

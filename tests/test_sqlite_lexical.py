@@ -23,6 +23,7 @@ from nexusbrain.errors import ConfigError
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, Scored, SearchFilters
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.storage.analyzer import analyzed, tokens
+from nexusbrain.storage.bm25 import distinct
 from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex, record_sums, varints
 from nexusbrain.storage.sqlite.migrations import MIGRATIONS
 from nexusbrain.storage.sqlite.store import SQLiteStore
@@ -45,8 +46,10 @@ def test_varints_are_read_most_significant_group_first() -> None:
     blob = b"".join(map(sqlite_varint, values))
     assert varints(blob) == values
     records = [b"".join(map(sqlite_varint, values[i : i + 3])) for i in range(0, 9, 3)]
-    assert record_sums(records).tolist() == [sum(values[i : i + 3]) for i in range(0, 9, 3)]
-    assert record_sums([]).tolist() == []
+    lengths = np.array([len(r) for r in records])
+    sums = record_sums(b"".join(records), lengths)
+    assert sums.tolist() == [sum(values[i : i + 3]) for i in range(0, 9, 3)]
+    assert record_sums(b"", np.zeros(0, np.int64)).tolist() == []
 
 
 @settings(max_examples=200, deadline=None)
@@ -129,6 +132,21 @@ def test_scores_are_bm25_over_the_chunks(store: SQLiteStore) -> None:
             same(index.search(terms, k, SearchFilters()).scored, expected)
             compared += bool(expected)
     assert compared > 60
+
+
+def test_every_row_at_once_is_each_row_by_its_id(store: SQLiteStore) -> None:
+    """The first search reads every row's length and document in one statement; a later one
+    reads the rows changed since by id. Both give each chunk's tokens over its columns."""
+    index = SQLiteLexicalIndex(store.connection, CONFIG)
+    rows = store.connection().execute("SELECT id, document_id, text, heading, context FROM chunks")
+    expected = {r[0]: (sum(len(tokens(c)) for c in r[2:]), r[1]) for r in rows}
+    with index.read() as read:
+        every = read.rows(None)
+        by_id = read.rows(sorted(expected))
+    for ids, sizes, documents in (every, by_id):
+        pairs = zip(sizes.tolist(), documents.tolist(), strict=True)
+        found = dict(zip(ids.tolist(), pairs, strict=True))
+        assert found == expected
 
 
 def test_writes_are_seen_including_a_re_used_chunk_id(store: SQLiteStore) -> None:
@@ -251,3 +269,10 @@ def test_searches_on_several_threads_while_writes_land(store: SQLiteStore) -> No
     assert np.all(
         np.isfinite([s.score for t in queries for s in index.search(t, 5, SearchFilters()).scored])
     )
+
+
+@given(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=60))
+def test_distinct_is_numpy_s_unique(values: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    got = distinct(array)
+    assert got.dtype == np.int64 and got.tolist() == np.unique(array).tolist()

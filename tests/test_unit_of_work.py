@@ -17,11 +17,12 @@ from nexusbrain.ingest.documents import content_hash, prepare_markdown
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
-# Run in a child: replace one of the functions Brain calls inside its unit of work with a
-# SIGKILL of the process, then ingest the folder.
+# Run in a child: replace one of the graph functions Brain calls inside its unit of work with a
+# SIGKILL of the process, then ingest the folder. Brain imports them where it uses them (a
+# search loads no graph), so they are replaced in the module they come from.
 CHILD = """
 import os, signal, sys
-import nexusbrain.brain as core
+import nexusbrain.graph.service as core
 from nexusbrain.brain import Brain
 from nexusbrain.config import Profile, Settings
 

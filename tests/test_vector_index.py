@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from nexusbrain.embeddings import load_embedder
 from nexusbrain.records import Scored
 from nexusbrain.storage.sqlite import index_cache_path
 from nexusbrain.storage.sqlite.store import SQLiteStore
-from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
+from nexusbrain.storage.vector_index import IndexConfig, VectorIndex, _single
 
 EMBEDDER = load_embedder(Profile.HASHING)
 assert EMBEDDER is not None
@@ -130,6 +131,43 @@ def test_an_unreadable_cache_file_is_ignored(tmp_path: Path) -> None:
         assert brain.search("item3 garden")[0].uri == "n/3.md"
     with np.load(cache) as data:  # rewritten whole on close
         assert len(data["ids"]) == 10
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"half": lambda a: a.astype(np.float32)},  # rows of another type
+        {"docs": lambda a: a[:-1]},  # a row short
+        {"codes": lambda a: a.astype(np.int64)},
+        {"total": lambda a: a[:-1]},
+    ],
+    ids=["half float32", "docs short", "codes int64", "total short"],
+)
+def test_a_cache_file_with_rows_of_the_wrong_shape_or_type_is_ignored(
+    tmp_path: Path, change: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The cache's rows are used as the file holds them (mapped, not converted), so a file
+    whose arrays do not say what the index keeps is read from the store instead."""
+    path = tmp_path / "b.db"
+    with open_brain(path) as brain:
+        fill(brain, 12)
+    cache = tmp_path / "vectors.npz"
+    index_on(path, cache=cache).refresh()
+    with np.load(cache) as data:
+        kept = {name: data[name] for name in data.files}
+    np.savez(cache, **(kept | {name: edit(kept[name]) for name, edit in change.items()}))
+    fresh = index_on(path)
+    started = index_on(path, cache=cache)
+    with caplog.at_level(logging.WARNING):
+        started.sync()
+    assert "ignoring the unreadable vector cache" in caplog.text
+    for vector in EMBEDDER.encode(["garden item3", "river stone"]):
+        assert started.search(started.centre(vector), 5) == fresh.search(fresh.centre(vector), 5)
+
+
+def test_every_float16_value_is_converted_as_numpy_converts_it() -> None:
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(256, 256)
+    assert np.array_equal(_single(every), every.astype(np.float32), equal_nan=True)
 
 
 def cached_rows(cache: Path) -> int:

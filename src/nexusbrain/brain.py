@@ -13,25 +13,15 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from nexusbrain import __version__
-from nexusbrain.captures import capture_records
 from nexusbrain.clock import Clock, utc_now
 from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings import Embedder, load_embedder
 from nexusbrain.embeddings.profiles import centred, embeds_in_background
 from nexusbrain.embeddings.reference import reference_vector
 from nexusbrain.errors import Conflict, InvalidInput, NotFound
-from nexusbrain.graph import Graph
-from nexusbrain.graph.model import GraphFact, RelationshipInput
-from nexusbrain.graph.notes import note_edges
-from nexusbrain.graph.service import retract_notes, sync_note
-from nexusbrain.ingest.conversation import Session, prepare_session
-from nexusbrain.ingest.directory import DirectoryReport, ingest_directory
-from nexusbrain.ingest.documents import Prepared, content_hash, decode_utf8, prepare_markdown
 from nexusbrain.records import (
     MAX_ID,
     Capture,
@@ -51,7 +41,6 @@ from nexusbrain.records import (
     json_problem,
 )
 from nexusbrain.retrieval.background import BackgroundEmbedder, annotate
-from nexusbrain.retrieval.explain import Explanation, explain
 from nexusbrain.retrieval.hits import with_neighbours
 from nexusbrain.retrieval.modes import PRESETS, SearchConfig
 from nexusbrain.retrieval.pipeline import Searcher
@@ -59,6 +48,16 @@ from nexusbrain.retrieval.tokens import fit_budget, fit_in_order
 from nexusbrain.retrieval.vectors import VectorWriter
 from nexusbrain.storage import open as open_backend
 from nexusbrain.storage.base import Backend, DenseIndex, DocumentItems, UnitOfWork
+
+# What only writes, the graph, explain and stats use is imported where it is used: a search
+# in a fresh process (the command line without a server) then loads none of it.
+if TYPE_CHECKING:
+    from nexusbrain.graph import Graph
+    from nexusbrain.graph.model import GraphFact, RelationshipInput
+    from nexusbrain.ingest.conversation import Session
+    from nexusbrain.ingest.directory import DirectoryReport
+    from nexusbrain.ingest.documents import Prepared
+    from nexusbrain.retrieval.explain import Explanation
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +120,7 @@ class Brain:
         self._searcher = Searcher(
             self._store, backend.lexical, settings.lexical, embedder, self._index
         )
-        self._graph = Graph(backend.graph, settings.graph, clock)
+        self._graph: Graph | None = None
         if background is None:
             background = embeds_in_background(settings.embedder)
         self._background = (
@@ -158,6 +157,10 @@ class Brain:
     @property
     def graph(self) -> Graph:
         """The knowledge graph: entities and bitemporal relationships (graph/service.py)."""
+        if self._graph is None:
+            from nexusbrain.graph import Graph
+
+            self._graph = Graph(self._backend.graph, self.settings.graph, self._clock)
         return self._graph
 
     def close(self) -> None:
@@ -207,6 +210,8 @@ class Brain:
         return self._write_notes(prepared) if prepared else []
 
     def _prepared_note(self, note: MarkdownNote) -> Prepared:
+        from nexusbrain.ingest.documents import content_hash, prepare_markdown
+
         text = self._checked_text(note.content, "content")
         revision = content_hash(text.encode("utf-8"))
         return prepare_markdown(
@@ -229,6 +234,8 @@ class Brain:
     ) -> WriteResult:
         """Store a short agent memory. The same text again is a duplicate. Raises
         InvalidInput for empty or oversized text."""
+        from nexusbrain.ingest.documents import content_hash, prepare_markdown
+
         body = self._checked_text(text, "text")
         revision = content_hash(body.encode("utf-8"))
         metadata: dict[str, Any] = {"tags": list(tags)}
@@ -254,6 +261,8 @@ class Brain:
         index_roles: Iterable[str] | None = None,
     ) -> list[WriteResult]:
         """Store sessions of turns: one document per session, one chunk per indexed turn."""
+        from nexusbrain.ingest.conversation import prepare_session
+
         roles = frozenset(r.lower() for r in index_roles) if index_roles is not None else None
         prepared = [
             prepare_session(s, domain=domain or self.settings.default_domain, index_roles=roles)
@@ -266,6 +275,8 @@ class Brain:
     ) -> DirectoryReport:
         """Bring the store in line with a folder of markdown, incrementally. Files that cannot
         be read are listed in the report; InvalidInput if `root` is not a folder."""
+        from nexusbrain.ingest.directory import ingest_directory
+
         self._retract_retired()
         return ingest_directory(
             self._store,
@@ -311,6 +322,8 @@ class Brain:
             self._index.refresh()
 
     def _checked_text(self, text: str, field: str) -> str:
+        from nexusbrain.ingest.documents import decode_utf8
+
         problem = json_problem({field: text})  # a lone surrogate cannot be stored as UTF-8
         if problem:
             raise InvalidInput(problem)
@@ -353,6 +366,8 @@ class Brain:
         """Write markdown notes and the graph edges each states (wikilinks, front-matter
         relations) in one transaction, so a crash can never leave them out of step. A bad
         relation refuses the note before any write."""
+        from nexusbrain.graph.notes import note_edges
+
         stated = [
             note_edges(p.draft.title, p.front_matter or {}, p.draft.content, self._link_type)
             for p in batch
@@ -379,6 +394,8 @@ class Brain:
         elif result.status is WriteStatus.CREATED and not edges:
             work.mark_edges_synced(result.document_id, result.revision)
             return
+        from nexusbrain.graph.service import sync_note
+
         sync_note(work.graph, self.settings.graph, result.document_id, edges, now)
         work.mark_edges_synced(result.document_id, result.revision)
 
@@ -388,6 +405,8 @@ class Brain:
 
     def _retire(self, document_ids: Sequence[int]) -> int:
         """Retire documents and retract the edges they stated, in one transaction."""
+        from nexusbrain.graph.service import retract_notes
+
         now = self._clock()
         with self._backend.unit_of_work() as work:
             retired = work.retire_documents(document_ids, now)
@@ -399,6 +418,8 @@ class Brain:
         were written with their note)."""
         stale = self._store.retired_with_edges()
         if stale:
+            from nexusbrain.graph.service import retract_notes
+
             with self._backend.unit_of_work() as work:
                 retract_notes(work.graph, self.settings.graph, stale, self._clock())
 
@@ -468,7 +489,7 @@ class Brain:
         kept, used, truncated = fit_in_order(hits, budget, lambda hit: hit.text, _cut)
         facts: list[GraphFact] = []
         if config.graph if graph is None else graph:
-            facts, cost = fit_budget(self._graph.context(kept), budget - used, _fact_text)
+            facts, cost = fit_budget(self.graph.context(kept), budget - used, _fact_text)
             used += cost
         self._capture("recall", query, mode, filters, kept, started)
         left_out = len(hits) - len(kept)
@@ -482,7 +503,7 @@ class Brain:
         budget = (
             self.settings.graph.search_context_tokens if budget_tokens is None else budget_tokens
         )
-        return tuple(fit_budget(self._graph.context(hits), budget, _fact_text)[0])
+        return tuple(fit_budget(self.graph.context(hits), budget, _fact_text)[0])
 
     def explain(
         self,
@@ -504,6 +525,8 @@ class Brain:
         size = config.k if k is None else k
         self._check_query(query, size)
         target = self.document(document)
+        from nexusbrain.retrieval.explain import explain
+
         return explain(
             self._searcher,
             query,
@@ -528,6 +551,8 @@ class Brain:
 
     def captured(self) -> Iterator[dict[str, Any]]:
         """Every captured search and recall, as replay records: results get stable ids."""
+        from nexusbrain.captures import capture_records
+
         return capture_records(self._store.captures(), self._store.fetch_chunks)
 
     def _capture(
@@ -604,6 +629,8 @@ class Brain:
     def stats(self) -> BrainStats:
         """Counts, database size, memory use, the embedding model and how many chunks have
         its vectors."""
+        import psutil
+
         embedder = self._embedder
         store = self._store.stats()
         missing = self._vectors.missing() if self._vectors else 0

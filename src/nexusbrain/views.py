@@ -6,21 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nexusbrain.brain import BrainStats, EmbedderInfo, Recall
 from nexusbrain.clock import format_time
-from nexusbrain.graph.model import (
-    AsOf,
-    Entity,
-    GraphFact,
-    History,
-    IngestResult,
-    Relationship,
-    RelationshipOutcome,
-    Traversal,
-)
-from nexusbrain.ingest.directory import DirectoryReport
 from nexusbrain.records import (
     Chunk,
     Confidence,
@@ -32,7 +20,21 @@ from nexusbrain.records import (
     WriteResult,
 )
 from nexusbrain.retrieval.confidence import describe
-from nexusbrain.retrieval.explain import Explanation
+
+if TYPE_CHECKING:  # the views only read these records: a search view loads none of it
+    from nexusbrain.brain import BrainStats, EmbedderInfo, Recall
+    from nexusbrain.graph.model import (
+        AsOf,
+        Entity,
+        GraphFact,
+        History,
+        IngestResult,
+        Relationship,
+        RelationshipOutcome,
+        Traversal,
+    )
+    from nexusbrain.ingest.directory import DirectoryReport
+    from nexusbrain.retrieval.explain import Explanation
 
 
 def write_result(result: WriteResult) -> dict[str, Any]:

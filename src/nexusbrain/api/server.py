@@ -1,9 +1,19 @@
 """Running the API under uvicorn, on a socket bound here: once it listens, the discovery file
-beside the database tells command lines where it is (discovery.py), until the server stops."""
+beside the database tells command lines where it is (discovery.py), until the server stops.
+
+With `workers` above 1, that many processes are forked once the socket listens, each with a
+brain of its own on the same database: one process answers with one core at a time (most of
+a request's work holds the GIL), so this is what lets answers use every core. They share the
+dense index's cache file through the page cache (it is memory-mapped) and see each other's
+writes as one process sees another's, through the store's change sequence. Each keeps its own
+rate limits and latency window. The first process supervises: it says where the server is,
+watches folders, and stops the workers on SIGTERM or Ctrl-C, or when one of them ends."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
 import socket
 from collections.abc import Callable
@@ -30,6 +40,7 @@ def run(
     log_level: str = "info",
     mcp: bool = False,
     on_listen: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> None:
     """Serve the API; with `mcp`, MCP over streamable HTTP at /mcp too, behind the same guard.
     `on_listen` gets the server's address (http://host:port) once it listens; port 0 takes
@@ -40,9 +51,17 @@ def run(
     if embedded:
         log.info("embedded %d chunk(s) for %s before serving", embedded, brain.settings.embedder)
     brain.refresh_index()  # the first query does not wait for the index
+    if workers > 1 and mcp:
+        raise ConfigError(
+            f"--workers {workers} with --mcp: an MCP session lives in one process; "
+            "serve MCP from a server with one worker"
+        )
     listener = listen(settings.host, settings.port)
     bound = int(listener.getsockname()[1])
     settings = replace(settings, port=bound)  # port 0: the Host check knows the real one
+    if workers > 1:
+        _supervise(brain, settings, listener, log_level, workers, on_listen)
+        return
     app = create_app(brain, settings)
     if mcp:
         from nexusbrain.mcp_server.http import mount_mcp
@@ -50,10 +69,10 @@ def run(
         mount_mcp(app, brain, settings)
     config = uvicorn_config(app, settings, log_level)
     url = local_url(settings.host, bound)
-    # SIGTERM is caught before the discovery file says the server is there: a client that
-    # stops it at once still gets the file removed and the address printed.
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
+        # Said before it is announced: a client that finds the discovery file, then stops
+        # the server, has had its banner (SIGTERM, handled from here, lets stdout flush).
         if on_listen is not None:
             on_listen(url)
         discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
@@ -64,6 +83,61 @@ def run(
         signal.signal(signal.SIGTERM, previous)
         discovery.withdraw(brain.settings.db)
         listener.close()
+
+
+def _supervise(
+    brain: Brain,
+    settings: ServerSettings,
+    listener: socket.socket,
+    log_level: str,
+    workers: int,
+    on_listen: Callable[[str], None] | None,
+) -> None:
+    url = local_url(settings.host, settings.port)
+    children = [_fork(brain, settings, listener, log_level) for _ in range(workers)]
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        if on_listen is not None:
+            on_listen(url)
+        discovery.announce(brain.settings.db, url, settings.token, mcp=False)
+        pid, status = os.wait()  # until a worker ends: then the server is not whole
+        children.remove(pid)
+        log.error("worker %d ended (status %d): stopping the server", pid, status)
+    except (_Stopped, KeyboardInterrupt):
+        log.info("stopping %d workers", len(children))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        for pid in children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        discovery.withdraw(brain.settings.db)
+        listener.close()
+
+
+def _fork(brain: Brain, settings: ServerSettings, listener: socket.socket, level: str) -> int:
+    """A worker process answering on `listener`; its pid. It opens a brain of its own and never
+    touches the connections it inherits (closing one in a child could checkpoint or remove
+    the write-ahead log from under the others), so it ends with os._exit."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        # Ctrl-C reaches the whole group: the parent stops the workers
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with Brain.open(settings=brain.settings) as own:
+            uvicorn.Server(uvicorn_config(create_app(own, settings), settings, level)).run(
+                sockets=[listener]
+            )
+        code = 0
+    except BaseException:
+        log.exception("worker %d failed", os.getpid())
+    finally:
+        logging.shutdown()
+        os._exit(code)
 
 
 def uvicorn_config(app: ASGIApp, settings: ServerSettings, log_level: str) -> uvicorn.Config:

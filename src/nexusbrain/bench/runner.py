@@ -48,6 +48,7 @@ class BenchConfig:
     scales: tuple[int, ...] = (1_000, 10_000)
     searches: int = 200  # requests in each latency series
     concurrency: int = 8
+    workers: int = 1  # serve --workers of the server that is searched
     runs: int = 1  # the report gives the median of the runs
     envelope: str = "desktop"
     seed: int = DEFAULT_SEED
@@ -254,7 +255,7 @@ def _serve_and_search(
     phase: Progress,
 ) -> dict[str, Any]:
     warmup, queries = queries[:WARMUP], queries[WARMUP:]
-    with ChildServer(db, env, work / "server.log") as server:
+    with ChildServer(db, env, work / "server.log", config.workers) as server:
         first = _search(warmup[0], SearchMode.BALANCED)
         answered = wait_for_answer(server.url, first, 300, server.alive)
         cold_start = answered - server.started_at
@@ -397,6 +398,7 @@ def run(config: BenchConfig, phase: Progress = _quiet) -> dict[str, Any]:
             "scales": list(config.scales),
             "searches": config.searches,
             "concurrency": config.concurrency,
+            "workers": config.workers,
             "runs": config.runs,
             "k": K,
             "seed": config.seed,

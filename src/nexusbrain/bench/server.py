@@ -62,10 +62,13 @@ def run_cli(db: Path | str, env: Mapping[str, str], *args: str) -> tuple[dict[st
 class ChildServer:
     """`nexusbrain serve` in a child process. Use as a context manager; it stops on exit."""
 
-    def __init__(self, db: Path | str, env: Mapping[str, str], log_path: Path) -> None:
+    def __init__(
+        self, db: Path | str, env: Mapping[str, str], log_path: Path, workers: int = 1
+    ) -> None:
         self.db = db
         self.env = dict(env)
         self.log_path = log_path
+        self.workers = workers
         self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
         self.started_at = 0.0
@@ -73,7 +76,9 @@ class ChildServer:
         self._ps: psutil.Process | None = None
 
     def __enter__(self) -> ChildServer:
-        args = ("serve", "--host", HOST, "--port", str(self.port), "--log-level", "warning")
+        args: tuple[str, ...] = ("serve", "--host", HOST, "--port", str(self.port))
+        args += ("--log-level", "warning")
+        args += ("--workers", str(self.workers)) if self.workers > 1 else ()
         with self.log_path.open("ab") as log:
             self.started_at = time.perf_counter()
             self._process = subprocess.Popen(
@@ -86,8 +91,10 @@ class ChildServer:
         self.stop()
 
     def rss(self) -> int:
+        """The server's RSS: its workers' too, when it has them."""
         assert self._ps is not None
-        return int(self._ps.memory_info().rss)
+        processes = [self._ps, *self._ps.children()]
+        return sum(int(p.memory_info().rss) for p in processes)
 
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None

@@ -108,6 +108,13 @@ def parse_scales(text: str) -> tuple[int, ...]:
     help="Clients in the concurrent series.",
 )
 @click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="serve --workers of the server that is searched.",
+)
+@click.option(
     "--runs",
     type=click.IntRange(1),
     default=1,
@@ -151,6 +158,7 @@ def bench(
     scales: str | None,
     searches: int,
     concurrency: int,
+    workers: int,
     runs: int,
     envelope: str | None,
     seed: int,
@@ -171,6 +179,7 @@ def bench(
     Example:
       nexusbrain bench --scales 1000,10000 --searches 200
       nexusbrain bench --envelope desktop --json --out bench.json
+      nexusbrain bench --scales 20000 --workers 2
       nexusbrain bench --db 'postgresql://me@/brains?schema=bench' --replicas 1,2
     """
     from nexusbrain.bench.runner import BenchConfig, run
@@ -184,6 +193,7 @@ def bench(
         scales=parse_scales(scales or default),
         searches=searches,
         concurrency=concurrency,
+        workers=workers,
         runs=runs,
         envelope=name,
         seed=seed,

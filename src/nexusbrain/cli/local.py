@@ -5,14 +5,16 @@ JSON view. The command line uses this when no server is running for the brain, o
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexusbrain import views
 from nexusbrain.brain import Brain
 from nexusbrain.cli.answers import Filters, View
-from nexusbrain.graph.model import AsOf, inputs_from_json, parse_instant
 from nexusbrain.records import SearchFilters
 from nexusbrain.retrieval.filters import make_filters
+
+if TYPE_CHECKING:  # the graph's model loads with the first graph command
+    from nexusbrain.graph.model import AsOf
 
 
 class Local:
@@ -69,6 +71,8 @@ class Local:
         return views.stats(self.brain.stats())
 
     def graph_add(self, request: Mapping[str, Any], *, dry_run: bool) -> View:
+        from nexusbrain.graph.model import inputs_from_json
+
         entities, relationships = inputs_from_json(request)
         return views.graph_ingest(self.brain.graph.ingest(entities, relationships, dry_run=dry_run))
 
@@ -102,4 +106,6 @@ def _filters(chosen: Filters) -> SearchFilters:
 
 
 def _as_of(valid: str | None, known: str | None) -> AsOf:
+    from nexusbrain.graph.model import AsOf, parse_instant
+
     return AsOf(parse_instant("as_of_valid", valid), parse_instant("as_of_known", known))

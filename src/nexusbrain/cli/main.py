@@ -550,6 +550,14 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Keep this folder ingested as its files change (repeat for more).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes answering requests: one per core lets concurrent searches use them all "
+    "(not with --mcp).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -558,6 +566,7 @@ def serve(
     log_level: str,
     mcp: bool,
     folders: tuple[Path, ...],
+    workers: int,
 ) -> None:
     """Start the HTTP API, the web UI (/app) and the API docs (/docs). Binding beyond
     loopback needs BRAIN_API_TOKEN.
@@ -571,6 +580,7 @@ def serve(
       nexusbrain serve --port 8765
       curl 'http://127.0.0.1:8765/search?q=deploy+failure'
       nexusbrain serve --mcp --watch ~/notes
+      nexusbrain serve --workers 2
     """
     import threading
 
@@ -601,7 +611,15 @@ def serve(
             watcher.start()
 
     try:
-        run(brain, host=host, port=port, log_level=log_level, mcp=mcp, on_listen=say_where)
+        run(
+            brain,
+            host=host,
+            port=port,
+            log_level=log_level,
+            mcp=mcp,
+            on_listen=say_where,
+            workers=workers,
+        )
     finally:
         stop.set()
         for watcher in watchers:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from nexusbrain.embeddings.base import Vectors, normalise_rows
+from nexusbrain.embeddings.wordpiece import TokenIds
 from nexusbrain.errors import ConfigError, MissingExtra
 
 BATCH = 1024
@@ -26,9 +27,8 @@ class StaticEmbedder:
     def __init__(self, path: Path, *, name: str | None = None) -> None:
         try:
             from safetensors.numpy import load_file
-            from tokenizers import Tokenizer
-        except ImportError as exc:  # pragma: no cover - both are core dependencies
-            raise MissingExtra("edge", exc.name or "tokenizers") from None
+        except ImportError as exc:  # pragma: no cover - a core dependency
+            raise MissingExtra("edge", exc.name or "safetensors") from None
         if not (path / "model.safetensors").exists():
             raise ConfigError(f"no static model at {path}: model.safetensors is missing")
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
@@ -41,9 +41,7 @@ class StaticEmbedder:
         if "weights" in tensors:
             table = table.astype(np.float32) * tensors["weights"].astype(np.float32)[:, None]
         self._table = np.ascontiguousarray(table)
-        self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self._tokenizer.no_padding()
-        self._tokenizer.no_truncation()
+        self._tokens = TokenIds(path / "tokenizer.json")
         self._max_tokens = int(config.get("max_length") or 512)
         digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()[:12]
         self._model_id = f"static:{name or path.name}:{digest}"
@@ -63,8 +61,7 @@ class StaticEmbedder:
         return out
 
     def _encode_batch(self, texts: Sequence[str]) -> Vectors:
-        encodings = self._tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
-        ids = [e.ids[: self._max_tokens] for e in encodings]
+        ids = [found[: self._max_tokens] for found in self._tokens(texts)]
         sums = np.zeros((len(ids), self.dim), dtype=np.float32)
         for start in range(0, len(ids), POOL):
             sums[start : start + POOL] = pooled_sums(self._table, ids[start : start + POOL])

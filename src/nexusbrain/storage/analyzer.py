@@ -16,6 +16,7 @@ Stopwords are kept: they count towards a chunk's length, and a query drops its o
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
@@ -32,8 +33,6 @@ _CJK_CHARS = (
     "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uff9f"
     "\U00020000-\U0002fa1f\U00030000-\U0003134f"
 )
-_CJK = re.compile(f"[{_CJK_CHARS}]")
-_PIECES = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
 _ACCENTED_BELOW = "\u0530"  # Latin, Greek and Cyrillic end here
 _local = threading.local()  # a stemmer keeps a cache: one per thread
 
@@ -42,17 +41,26 @@ def tokens(text: str) -> list[str]:
     """The index tokens of `text`, in order."""
     if text.isascii():
         return _stemmed(_ASCII_RUN.findall(text.lower()))
+    cjk, pieces = _cjk()
     out: list[str] = []
     plain: list[str] = []
     for run in _RUN.findall(_folded(text)):
-        if not _CJK.search(run):
+        if not cjk.search(run):
             plain.append(run)
             continue
         out += _stemmed(plain)
         plain = []
-        for piece in _PIECES.findall(run):
-            out += _bigrams(piece) if _CJK.match(piece) else _stemmed([piece])
+        for piece in pieces.findall(run):
+            out += _bigrams(piece) if cjk.match(piece) else _stemmed([piece])
     return out + _stemmed(plain)
+
+
+@functools.cache
+def _cjk() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A CJK character, and a run of CJK or of other characters: compiled on the first text
+    that is not ASCII (their character classes take ~4 ms to compile, and most queries are
+    ASCII)."""
+    return re.compile(f"[{_CJK_CHARS}]"), re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
 
 
 def _bigrams(piece: str) -> list[str]:

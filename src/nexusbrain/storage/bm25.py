@@ -188,7 +188,7 @@ class PostingScorer:
             return {}
         with self.source.read() as read:
             query, lists, _ = self._weighted(read, terms)
-            wanted = np.unique(np.fromiter(chunk_ids, np.int64, len(chunk_ids)))
+            wanted = distinct(np.fromiter(chunk_ids, np.int64, len(chunk_ids)))
             wanted = wanted[(wanted > 0) & (wanted < len(query.rows.sizes))]
             if per_document:
                 return _document_scores(query.rows, lists, wanted)
@@ -273,6 +273,18 @@ class PostingScorer:
                 self._cache_used -= rows.nbytes + share.nbytes
 
 
+def distinct(values: Ids) -> Ids:
+    """The distinct values, ascending: np.unique's answer without its check for a masked
+    array, which imports numpy.ma (~6 ms of a fresh process's search)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), np.bool_)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
 def _summed(lists: list[Shares]) -> tuple[Ids, Floats]:
     """Every row holding a token, ascending, with its score: the tokens' shares added in
     query order."""
@@ -286,7 +298,7 @@ def _summed(lists: list[Shares]) -> tuple[Ids, Floats]:
 def _document_scores(known: _Rows, lists: list[Shares], wanted: Ids) -> dict[int, float]:
     """The best score among each wanted chunk's document's chunks (0.0 when none holds a
     query token), keyed by document id."""
-    documents = np.unique(known.documents[wanted])
+    documents = distinct(known.documents[wanted])
     best = dict.fromkeys(documents.tolist(), 0.0)
     held = [
         (rows[keep], share[keep])

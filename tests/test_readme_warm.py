@@ -1,0 +1,83 @@
+"""The README's warm-server session (the console block of *A warm server, and --watch*),
+replayed for real: `serve --watch` in a scratch folder, each command run, and every line the
+block shows the server or a command printing seen in the same order."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import threading
+from pathlib import Path
+
+from .test_cli_client import PYTHON, environment, stop
+from .test_watch import eventually
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+SECTION = README.read_text(encoding="utf-8").split("### A warm server, and --watch")[1]
+BLOCK = re.search(r"```console\n(.*?)```", SECTION, re.S).group(1)  # type: ignore[union-attr]
+DEMO = "/tmp/demo"  # the folder the block was run in
+DEFAULT = "http://127.0.0.1:8765"
+
+
+def steps() -> list[tuple[str, list[str]]]:
+    """Each command of the block with the lines shown after it."""
+    out: list[tuple[str, list[str]]] = []
+    for line in BLOCK.splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], []))
+        else:
+            out[-1][1].append(line)
+    return out
+
+
+def test_the_readme_warm_server_session_prints_what_it_shows(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "deploy.md").write_text(
+        "# Deploy\n\nThe deploy failed because the signing key had expired.\n"
+    )
+    (notes / "backups.md").write_text("# Backups\n\nBackups run nightly at 02:00 to the NAS.\n")
+    (serve, expected), *commands = steps()
+    assert serve == "nexusbrain --db brain.db serve --watch notes &"
+    env = environment(BRAIN_EMBEDDER="edge")
+    process = subprocess.Popen(
+        [PYTHON, "-m", "nexusbrain", *shlex.split(serve)[1:-1], "--port", "0"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline().decode()
+        url = banner.rsplit(" at ", 1)[1].strip()
+        printed: list[str] = [banner.rstrip("\n")]
+        reader = threading.Thread(
+            target=lambda: printed.extend(line.decode().rstrip("\n") for line in process.stdout),  # type: ignore[union-attr]
+            daemon=True,
+        )
+        reader.start()
+
+        def shown(lines: list[str]) -> list[str]:
+            return [x.replace(DEMO, str(tmp_path)).replace(DEFAULT, url) for x in lines]
+
+        log = shown(expected)
+        eventually(lambda: len(printed) >= len(log), "the server's first lines")
+        for command, lines in commands:
+            if command.startswith("nexusbrain "):
+                done = subprocess.run(
+                    [PYTHON, "-m", "nexusbrain", *shlex.split(command)[1:]],
+                    cwd=tmp_path,
+                    env=env,
+                    capture_output=True,
+                    timeout=60,
+                )
+                assert done.stdout.decode().splitlines() == shown(lines), command
+            else:
+                subprocess.run(command, shell=True, cwd=tmp_path, check=True)
+                log += shown(lines)
+                eventually(lambda: len(printed) >= len(log), command)  # noqa: B023
+        assert printed == log
+    finally:
+        stop(process)
