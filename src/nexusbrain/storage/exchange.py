@@ -51,6 +51,59 @@ KINDS = (
 )
 MAX_CONFLICTS_SHOWN = 10
 
+# The fields of each kind of record, in the order an export writes them; pairs are
+# (column, export field) where the record names a field otherwise.
+DOCUMENT_FIELDS = (
+    "id",
+    "uri",
+    "title",
+    "domain",
+    "kind",
+    "revision",
+    "content",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+)
+REVISION_FIELDS = ("document_id", "revision", "title", "event", "recorded_at")
+CAPTURE_FIELDS = ("at", "operation", "query", "mode", "filters", "results", "latency_ms")
+ENTITY_FIELDS = (
+    ("id", "id"),
+    ("key", "key"),
+    ("name", "name"),
+    ("type", "entity_type"),
+    ("created_at", "created_at"),
+    ("updated_at", "updated_at"),
+)
+ALIAS_FIELDS = (
+    ("key", "key"),
+    ("alias", "alias"),
+    ("entity_id", "entity_id"),
+    ("created_at", "created_at"),
+)
+RELATIONSHIP_FIELDS = (
+    ("id", "id"),
+    ("from_id", "from_id"),
+    ("type", "relation"),
+    ("to_id", "to_id"),
+    ("valid_at", "valid_at"),
+    ("invalid_at", "invalid_at"),
+    ("created_at", "created_at"),
+    ("superseded_at", "superseded_at"),
+    ("reason", "reason"),
+    ("source", "source"),
+    ("supersedes", "supersedes"),
+)
+STATEMENT_FIELDS = (
+    ("document_id", "document_id"),
+    ("from_id", "from_id"),
+    ("type", "relation"),
+    ("to_id", "to_id"),
+    ("valid_at", "valid_at"),
+    ("invalid_at", "invalid_at"),
+)
+
 
 # Validation: every field of every imported record, checked before it is written, so that
 # nothing an import stores can break a later read. Each check returns why a value is wrong.

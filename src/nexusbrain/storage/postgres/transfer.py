@@ -30,69 +30,18 @@ _TIMES = frozenset(
     {"created_at", "updated_at", "deleted_at", "recorded_at", "at", "valid_at", "invalid_at"}
     | {"superseded_at"}
 )
-_DOCUMENT_FIELDS = (
-    "id",
-    "uri",
-    "title",
-    "domain",
-    "kind",
-    "revision",
-    "content",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "deleted_at",
-)
-_REVISION_FIELDS = ("document_id", "revision", "title", "event", "recorded_at")
 # in the order SQLite's export gives a chunk's fields (heading and meta become the last two)
 _CHUNK_COLUMNS: tuple[str, ...] = ("id", "document_id", "ordinal", "char_start", "char_end")
 _CHUNK_COLUMNS += ("line_start", "line_end", "text", "unit", "context", "heading", "meta")
-_CAPTURE_FIELDS = ("at", "operation", "query", "mode", "filters", "results", "latency_ms")
-# (column, export field) pairs
-_ENTITY_FIELDS = (
-    ("id", "id"),
-    ("key", "key"),
-    ("name", "name"),
-    ("type", "entity_type"),
-    ("created_at", "created_at"),
-    ("updated_at", "updated_at"),
-)
-_ALIAS_FIELDS = (
-    ("key", "key"),
-    ("alias", "alias"),
-    ("entity_id", "entity_id"),
-    ("created_at", "created_at"),
-)
-_RELATIONSHIP_FIELDS = (
-    ("id", "id"),
-    ("from_id", "from_id"),
-    ("type", "relation"),
-    ("to_id", "to_id"),
-    ("valid_at", "valid_at"),
-    ("invalid_at", "invalid_at"),
-    ("created_at", "created_at"),
-    ("superseded_at", "superseded_at"),
-    ("reason", "reason"),
-    ("source", "source"),
-    ("supersedes", "supersedes"),
-)
-_STATEMENT_FIELDS = (
-    ("document_id", "document_id"),
-    ("from_id", "from_id"),
-    ("type", "relation"),
-    ("to_id", "to_id"),
-    ("valid_at", "valid_at"),
-    ("invalid_at", "invalid_at"),
-)
 # text sorts as SQLite sorts it (by its bytes): COLLATE "C"
 _GRAPH_TABLES = (
-    ("entity", "entities", _ENTITY_FIELDS, "id"),
-    ("alias", "entity_aliases", _ALIAS_FIELDS, "seq"),
-    ("relationship", "relationships", _RELATIONSHIP_FIELDS, "id"),
+    ("entity", "entities", exchange.ENTITY_FIELDS, "id"),
+    ("alias", "entity_aliases", exchange.ALIAS_FIELDS, "seq"),
+    ("relationship", "relationships", exchange.RELATIONSHIP_FIELDS, "id"),
     (
         "statement",
         "note_statements",
-        _STATEMENT_FIELDS,
+        exchange.STATEMENT_FIELDS,
         'document_id, from_id, type COLLATE "C", to_id',
     ),
 )
@@ -120,9 +69,11 @@ def export_records(conn: Conn, schema: int) -> Iterator[dict[str, Any]]:
         "version": exchange.FORMAT_VERSION,
         "schema": schema,
     }
-    for row in _rows(conn, f"SELECT {', '.join(_DOCUMENT_FIELDS)} FROM documents ORDER BY id"):
+    for row in _rows(
+        conn, f"SELECT {', '.join(exchange.DOCUMENT_FIELDS)} FROM documents ORDER BY id"
+    ):
         yield {"type": "document", **row, "metadata": orjson.loads(row["metadata"])}
-    revisions = f"SELECT {', '.join(_REVISION_FIELDS)} FROM document_revisions ORDER BY id"
+    revisions = f"SELECT {', '.join(exchange.REVISION_FIELDS)} FROM document_revisions ORDER BY id"
     for row in _rows(conn, revisions):
         yield {"type": "revision", **row}
     for row in _rows(conn, f"SELECT {', '.join(_CHUNK_COLUMNS)} FROM chunks ORDER BY id"):
@@ -133,7 +84,9 @@ def export_records(conn: Conn, schema: int) -> Iterator[dict[str, Any]]:
             "heading_path": heading.split(HEADING_SEP) if heading else [],
             "meta": orjson.loads(meta),
         }
-    for row in _rows(conn, f"SELECT {', '.join(_CAPTURE_FIELDS)} FROM captures ORDER BY id"):
+    for row in _rows(
+        conn, f"SELECT {', '.join(exchange.CAPTURE_FIELDS)} FROM captures ORDER BY id"
+    ):
         yield {
             "type": "capture",
             **row,
@@ -166,7 +119,7 @@ class _Importer:
         """Checked by exchange.checked."""
 
     def document(self, r: Mapping[str, Any], line: int) -> None:
-        values = _values(_DOCUMENT_FIELDS, r)
+        values = _values(exchange.DOCUMENT_FIELDS, r)
         values["metadata"] = orjson.dumps(r["metadata"]).decode()
         self._insert("documents", values)
 
@@ -175,7 +128,7 @@ class _Importer:
         import's come as inserts, and so do its statements)."""
         delete_chunks(self.conn, int(r["id"]), self.log)
         self.conn.execute("DELETE FROM note_statements WHERE document_id = %s", (r["id"],))
-        values = _values([f for f in _DOCUMENT_FIELDS if f not in ("id", "uri")], r)
+        values = _values([f for f in exchange.DOCUMENT_FIELDS if f not in ("id", "uri")], r)
         values["metadata"] = orjson.dumps(r["metadata"]).decode()
         self.conn.execute(
             f"UPDATE documents SET {', '.join(f'{f} = %s' for f in values)} WHERE id = %s",
@@ -183,7 +136,7 @@ class _Importer:
         )
 
     def revision(self, r: Mapping[str, Any], line: int) -> None:
-        self._insert("document_revisions", _values(_REVISION_FIELDS, r))
+        self._insert("document_revisions", _values(exchange.REVISION_FIELDS, r))
 
     def chunk(self, r: Mapping[str, Any], line: int) -> None:
         row = ChunkRow(
@@ -226,22 +179,22 @@ class _Importer:
         raise AssertionError("a batch of chunks failed that no single row fails")
 
     def capture(self, r: Mapping[str, Any], line: int) -> None:
-        values = _values(_CAPTURE_FIELDS, r)
+        values = _values(exchange.CAPTURE_FIELDS, r)
         values["filters"] = orjson.dumps(r["filters"]).decode()
         values["results"] = orjson.dumps(r["results"]).decode()
         self._insert("captures", values)
 
     def entity(self, r: Mapping[str, Any], line: int) -> None:
-        self._insert_fields("entities", _ENTITY_FIELDS, r)
+        self._insert_fields("entities", exchange.ENTITY_FIELDS, r)
 
     def alias(self, r: Mapping[str, Any], line: int) -> None:
-        self._insert_fields("entity_aliases", _ALIAS_FIELDS, r)
+        self._insert_fields("entity_aliases", exchange.ALIAS_FIELDS, r)
 
     def relationship(self, r: Mapping[str, Any], line: int) -> None:
-        self._insert_fields("relationships", _RELATIONSHIP_FIELDS, r)
+        self._insert_fields("relationships", exchange.RELATIONSHIP_FIELDS, r)
 
     def statement(self, r: Mapping[str, Any], line: int) -> None:
-        self._insert_fields("note_statements", _STATEMENT_FIELDS, r)
+        self._insert_fields("note_statements", exchange.STATEMENT_FIELDS, r)
 
     def _insert_fields(
         self, table: str, fields: tuple[tuple[str, str], ...], r: Mapping[str, Any]

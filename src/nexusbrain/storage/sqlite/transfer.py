@@ -16,20 +16,6 @@ from nexusbrain.storage.sqlite import multirow
 
 HEADING_SEP = exchange.HEADING_SEP
 
-_DOCUMENT_FIELDS = (
-    "id",
-    "uri",
-    "title",
-    "domain",
-    "kind",
-    "revision",
-    "content",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "deleted_at",
-)
-_REVISION_FIELDS = ("document_id", "revision", "title", "event", "recorded_at")
 _CHUNK_FIELDS = (
     "id",
     "document_id",
@@ -44,48 +30,16 @@ _CHUNK_FIELDS = (
     "meta",
     "context",
 )
-_CAPTURE_FIELDS = ("at", "operation", "query", "mode", "filters", "results", "latency_ms")
-# (column, export field) pairs
-_ENTITY_FIELDS = (
-    ("id", "id"),
-    ("key", "key"),
-    ("name", "name"),
-    ("type", "entity_type"),
-    ("created_at", "created_at"),
-    ("updated_at", "updated_at"),
-)
-_ALIAS_FIELDS = (
-    ("key", "key"),
-    ("alias", "alias"),
-    ("entity_id", "entity_id"),
-    ("created_at", "created_at"),
-)
-_RELATIONSHIP_FIELDS = (
-    ("id", "id"),
-    ("from_id", "from_id"),
-    ("type", "relation"),
-    ("to_id", "to_id"),
-    ("valid_at", "valid_at"),
-    ("invalid_at", "invalid_at"),
-    ("created_at", "created_at"),
-    ("superseded_at", "superseded_at"),
-    ("reason", "reason"),
-    ("source", "source"),
-    ("supersedes", "supersedes"),
-)
-_STATEMENT_FIELDS = (
-    ("document_id", "document_id"),
-    ("from_id", "from_id"),
-    ("type", "relation"),
-    ("to_id", "to_id"),
-    ("valid_at", "valid_at"),
-    ("invalid_at", "invalid_at"),
-)
 _GRAPH_TABLES = (
-    ("entity", "entities", _ENTITY_FIELDS, "id"),
-    ("alias", "entity_aliases", _ALIAS_FIELDS, "rowid"),
-    ("relationship", "relationships", _RELATIONSHIP_FIELDS, "id"),
-    ("statement", "note_statements", _STATEMENT_FIELDS, "document_id, from_id, type, to_id"),
+    ("entity", "entities", exchange.ENTITY_FIELDS, "id"),
+    ("alias", "entity_aliases", exchange.ALIAS_FIELDS, "rowid"),
+    ("relationship", "relationships", exchange.RELATIONSHIP_FIELDS, "id"),
+    (
+        "statement",
+        "note_statements",
+        exchange.STATEMENT_FIELDS,
+        "document_id, from_id, type, to_id",
+    ),
 )
 
 
@@ -97,11 +51,11 @@ def export_records(conn: sqlite3.Connection, schema: int) -> Iterator[dict[str, 
         "schema": schema,
     }
     for row in conn.execute("SELECT * FROM documents ORDER BY id"):
-        record = {"type": "document", **{f: row[f] for f in _DOCUMENT_FIELDS}}
+        record = {"type": "document", **{f: row[f] for f in exchange.DOCUMENT_FIELDS}}
         record["metadata"] = orjson.loads(row["metadata"])
         yield record
     for row in conn.execute("SELECT * FROM document_revisions ORDER BY id"):
-        yield {"type": "revision", **{f: row[f] for f in _REVISION_FIELDS}}
+        yield {"type": "revision", **{f: row[f] for f in exchange.REVISION_FIELDS}}
     for row in conn.execute("SELECT * FROM chunks ORDER BY id"):
         yield {
             "type": "chunk",
@@ -110,7 +64,7 @@ def export_records(conn: sqlite3.Connection, schema: int) -> Iterator[dict[str, 
             "meta": orjson.loads(row["meta"]),
         }
     for row in conn.execute("SELECT * FROM captures ORDER BY id"):
-        record = {"type": "capture", **{f: row[f] for f in _CAPTURE_FIELDS}}
+        record = {"type": "capture", **{f: row[f] for f in exchange.CAPTURE_FIELDS}}
         record["filters"] = orjson.loads(row["filters"])
         record["results"] = orjson.loads(row["results"])
         yield record
@@ -133,11 +87,11 @@ class _Importer:
         self.pending_chunks: list[tuple[int, tuple[Any, ...]]] = []  # (record line, row)
 
     def document(self, r: Mapping[str, Any], line: int) -> None:
-        values = [r[f] for f in _DOCUMENT_FIELDS]
-        values[_DOCUMENT_FIELDS.index("metadata")] = orjson.dumps(r["metadata"]).decode()
+        values = [r[f] for f in exchange.DOCUMENT_FIELDS]
+        values[exchange.DOCUMENT_FIELDS.index("metadata")] = orjson.dumps(r["metadata"]).decode()
         self.conn.execute(
-            f"INSERT INTO documents ({', '.join(_DOCUMENT_FIELDS)})"
-            f" VALUES ({', '.join('?' * len(_DOCUMENT_FIELDS))})",
+            f"INSERT INTO documents ({', '.join(exchange.DOCUMENT_FIELDS)})"
+            f" VALUES ({', '.join('?' * len(exchange.DOCUMENT_FIELDS))})",
             values,
         )
 
@@ -146,7 +100,7 @@ class _Importer:
         import's come as inserts, and so do its statements)."""
         self.conn.execute("DELETE FROM chunks WHERE document_id = ?", (r["id"],))
         self.conn.execute("DELETE FROM note_statements WHERE document_id = ?", (r["id"],))
-        fields = [f for f in _DOCUMENT_FIELDS if f not in ("id", "uri")]
+        fields = [f for f in exchange.DOCUMENT_FIELDS if f not in ("id", "uri")]
         values = [orjson.dumps(r[f]).decode() if f == "metadata" else r[f] for f in fields]
         self.conn.execute(
             f"UPDATE documents SET {', '.join(f'{f} = ?' for f in fields)} WHERE id = ?",
@@ -155,9 +109,9 @@ class _Importer:
 
     def revision(self, r: Mapping[str, Any], line: int) -> None:
         self.conn.execute(
-            f"INSERT INTO document_revisions ({', '.join(_REVISION_FIELDS)})"
+            f"INSERT INTO document_revisions ({', '.join(exchange.REVISION_FIELDS)})"
             " VALUES (?, ?, ?, ?, ?)",
-            [r[f] for f in _REVISION_FIELDS],
+            [r[f] for f in exchange.REVISION_FIELDS],
         )
 
     def chunk(self, r: Mapping[str, Any], line: int) -> None:
@@ -191,9 +145,10 @@ class _Importer:
 
     def capture(self, r: Mapping[str, Any], line: int) -> None:
         self.conn.execute(
-            f"INSERT INTO captures ({', '.join(_CAPTURE_FIELDS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO captures ({', '.join(exchange.CAPTURE_FIELDS)})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
-                *(r[f] for f in _CAPTURE_FIELDS[:4]),
+                *(r[f] for f in exchange.CAPTURE_FIELDS[:4]),
                 orjson.dumps(r["filters"]).decode(),
                 orjson.dumps(r["results"]).decode(),
                 r["latency_ms"],
@@ -201,16 +156,16 @@ class _Importer:
         )
 
     def entity(self, r: Mapping[str, Any], line: int) -> None:
-        self._insert("entities", _ENTITY_FIELDS, r)
+        self._insert("entities", exchange.ENTITY_FIELDS, r)
 
     def alias(self, r: Mapping[str, Any], line: int) -> None:
-        self._insert("entity_aliases", _ALIAS_FIELDS, r)
+        self._insert("entity_aliases", exchange.ALIAS_FIELDS, r)
 
     def relationship(self, r: Mapping[str, Any], line: int) -> None:
-        self._insert("relationships", _RELATIONSHIP_FIELDS, r)
+        self._insert("relationships", exchange.RELATIONSHIP_FIELDS, r)
 
     def statement(self, r: Mapping[str, Any], line: int) -> None:
-        self._insert("note_statements", _STATEMENT_FIELDS, r)
+        self._insert("note_statements", exchange.STATEMENT_FIELDS, r)
 
     def header(self, r: Mapping[str, Any], line: int) -> None:
         """Checked by exchange.checked."""
