@@ -33,7 +33,7 @@ import orjson
 
 from nexusbrain.clock import format_time, parse_time
 from nexusbrain.errors import Conflict, InvalidInput
-from nexusbrain.records import MAX_ID, DocumentKind, RetireReason, json_problem
+from nexusbrain.records import MAX_ID, DocumentKind, ImportResult, RetireReason, json_problem
 
 FORMAT = "nexusbrain-export"
 FORMAT_VERSION = 1
@@ -369,6 +369,33 @@ class Plan:
 
     def count(self, name: str, by: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + by
+
+    def result(self, records: int) -> ImportResult:
+        """What carrying out the plan did, for an import of `records` records."""
+        fields = (
+            *("updated", "unchanged", "kept", "entities", "relationships", "duplicates"),
+            *("retired", "kept_facts"),
+        )
+        return ImportResult(
+            documents=self.counts.get("documents", 0),
+            chunks=self.counts.get("chunks", 0),
+            records=records,
+            **{name: self.counts.get(name, 0) for name in fields},
+        )
+
+
+def planned(records: list[dict[str, Any]], target: Target) -> Plan:
+    """What to write for `records` (validated, in stream order): into an empty brain, every
+    record as it is; into one with data, the merge (`merged`)."""
+    if not target.empty:
+        return merged(records, target)
+    plan = Plan(inserts=records)
+    names = {"document": "documents", "chunk": "chunks", "entity": "entities"}
+    names["relationship"] = "relationships"
+    for record in records:
+        if name := names.get(str(record["type"])):
+            plan.count(name)
+    return plan
 
 
 def merged(records: Sequence[Mapping[str, Any]], target: Target) -> Plan:

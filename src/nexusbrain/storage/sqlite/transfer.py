@@ -4,7 +4,7 @@ merges into a brain with data are engine-neutral: storage/exchange.py."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -188,53 +188,24 @@ def import_records(
     """Validate every record, then restore them as they are into an empty brain, or merge
     them into one with data (exchange.merged); all in the caller's transaction."""
     stream = exchange.checked(records)
-    target = _target(conn, functional)
-    if target.empty:
-        inserts, replaced, retired = stream, [], []
-        counts = _counted(stream)
-    else:
-        plan = exchange.merged(stream, target)
-        inserts, replaced, retired, counts = plan.inserts, plan.replaced, plan.retired, plan.counts
+    plan = exchange.planned(stream, _target(conn, functional))
     importer = _Importer(conn)
-    for record in replaced:
+    for record in plan.replaced:
         importer.replace(record)
-    for relationship_id, at in retired:
+    for relationship_id, at in plan.retired:
         conn.execute(
             "UPDATE relationships SET superseded_at = ?, reason = ?"
             " WHERE id = ? AND superseded_at IS NULL",
             (at, RetireReason.SOURCE_REVISED.value, relationship_id),
         )
     handlers = {kind: getattr(importer, kind) for kind in exchange.KINDS}
-    for line, record in enumerate(inserts, start=1):
+    for line, record in enumerate(plan.inserts, start=1):
         try:
             handlers[str(record["type"])](record, line)
         except (sqlite3.IntegrityError, sqlite3.InterfaceError) as exc:
             raise InvalidInput(f"import record {line} is invalid: {exc}") from exc
     importer.flush_chunks()
-    return ImportResult(
-        documents=counts.get("documents", 0),
-        updated=counts.get("updated", 0),
-        unchanged=counts.get("unchanged", 0),
-        kept=counts.get("kept", 0),
-        chunks=counts.get("chunks", 0),
-        entities=counts.get("entities", 0),
-        relationships=counts.get("relationships", 0),
-        duplicates=counts.get("duplicates", 0),
-        retired=counts.get("retired", 0),
-        kept_facts=counts.get("kept_facts", 0),
-        records=len(stream),
-    )
-
-
-def _counted(stream: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    kinds = {"document": "documents", "chunk": "chunks", "entity": "entities"}
-    kinds["relationship"] = "relationships"
-    counts: dict[str, int] = {}
-    for record in stream:
-        name = kinds.get(str(record["type"]))
-        if name:
-            counts[name] = counts.get(name, 0) + 1
-    return counts
+    return plan.result(len(stream))
 
 
 def _target(conn: sqlite3.Connection, functional: frozenset[str]) -> exchange.Target:
