@@ -74,6 +74,27 @@ class UnitOfWork(DocumentWrites, Protocol):
     def graph(self) -> GraphSession: ...
 
 
+class WritesInOwnUnit:
+    """A store's document writes, each in a unit of work of its own (`unit_of_work()`)."""
+
+    def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
+        raise NotImplementedError
+
+    def write_documents(
+        self, items: DocumentItems, now: datetime, vectors: VectorBatch | None = None
+    ) -> list[WriteResult]:
+        with self.unit_of_work() as work:
+            return work.write_documents(items, now, vectors)
+
+    def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
+        with self.unit_of_work() as work:
+            return work.retire_documents(document_ids, now)
+
+    def mark_edges_synced(self, document_id: int, revision: str) -> None:
+        with self.unit_of_work() as work:
+            work.mark_edges_synced(document_id, revision)
+
+
 class DocumentStore(DocumentWrites, Protocol):
     """Documents, chunks and everything kept with them. Each write method is one transaction."""
 

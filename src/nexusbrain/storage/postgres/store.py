@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -24,9 +23,8 @@ from nexusbrain.records import (
     SearchFilters,
     StoreStats,
     VectorBatch,
-    WriteResult,
 )
-from nexusbrain.storage.base import DocumentItems
+from nexusbrain.storage.base import WritesInOwnUnit
 from nexusbrain.storage.exchange import HEADING_SEP
 from nexusbrain.storage.postgres import copyout, transfer
 from nexusbrain.storage.postgres import vectors as vector_sql
@@ -78,7 +76,7 @@ def _chunk(row: Sequence[Any]) -> Chunk:
     )
 
 
-class PostgresStore:
+class PostgresStore(WritesInOwnUnit):
     """A `DocumentStore` (and the dense index's `VectorSource`) over one brain's schema."""
 
     def __init__(self, db: Database) -> None:
@@ -130,20 +128,6 @@ class PostgresStore:
                 (uri_prefix,),
             ).fetchall()
         return {row[0]: row[1] for row in rows}
-
-    def write_documents(
-        self, items: DocumentItems, now: datetime, vectors: VectorBatch | None = None
-    ) -> list[WriteResult]:
-        with self.unit_of_work() as work:
-            return work.write_documents(items, now, vectors)
-
-    def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
-        with self.unit_of_work() as work:
-            return work.retire_documents(document_ids, now)
-
-    def mark_edges_synced(self, document_id: int, revision: str) -> None:
-        with self.unit_of_work() as work:
-            work.mark_edges_synced(document_id, revision)
 
     def edges_revision(self, document_id: int) -> str | None:
         with self.db.read() as conn:

@@ -34,7 +34,7 @@ from nexusbrain.records import (
     WriteResult,
     WriteStatus,
 )
-from nexusbrain.storage.base import DocumentItems
+from nexusbrain.storage.base import DocumentItems, WritesInOwnUnit
 from nexusbrain.storage.graph_base import GraphSession
 from nexusbrain.storage.sqlite import lexical, multirow, transfer
 from nexusbrain.storage.sqlite import vectors as vector_sql
@@ -96,7 +96,7 @@ def _chunk(row: sqlite3.Row) -> Chunk:
     )
 
 
-class SQLiteStore:
+class SQLiteStore(WritesInOwnUnit):
     """A `Store` over one SQLite file. Safe to share between threads: each thread gets its
     own connection, and writes are serialised by a lock plus SQLite's own write lock."""
 
@@ -226,20 +226,6 @@ class SQLiteStore:
     def unit_of_work(self) -> Iterator[SQLiteWork]:
         with self.transaction() as conn:
             yield SQLiteWork(conn)
-
-    def write_documents(
-        self, items: DocumentItems, now: datetime, vectors: VectorBatch | None = None
-    ) -> list[WriteResult]:
-        with self.unit_of_work() as work:
-            return work.write_documents(items, now, vectors)
-
-    def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
-        with self.unit_of_work() as work:
-            return work.retire_documents(document_ids, now)
-
-    def mark_edges_synced(self, document_id: int, revision: str) -> None:
-        with self.unit_of_work() as work:
-            work.mark_edges_synced(document_id, revision)
 
     def edges_revision(self, document_id: int) -> str | None:
         return _edges_revision(self.connection(), document_id)
