@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from nexusbrain.brain import Brain
 from nexusbrain.config import ChunkingConfig, Profile, Settings
@@ -44,6 +45,24 @@ def vectors_complete(brain: Brain) -> None:
     assert brain.embed_missing() == 0
 
 
+def note_triples(note: Any) -> set[Triple]:
+    """The edges a markdown note's revision states (a document row or export record)."""
+    prepared = prepare_markdown(
+        note["content"],
+        uri=note["uri"],
+        domain=note["domain"],
+        config=ChunkingConfig(),
+        title=note["title"],
+        revision=note["revision"],
+    )
+    edges = note_edges(
+        prepared.draft.title, prepared.front_matter or {}, note["content"], "links_to"
+    )
+    return {
+        (entity_key(e.from_name), relationship_type(e.type), entity_key(e.to_name)) for e in edges
+    }
+
+
 def stated_edges(db: Path) -> tuple[dict[int, set[Triple]], dict[int, set[Triple]], set[int]]:
     """(what each live note states, what the graph holds as current for it, retired ids)."""
     conn = sqlite3.connect(db)
@@ -54,21 +73,7 @@ def stated_edges(db: Path) -> tuple[dict[int, set[Triple]], dict[int, set[Triple
             "SELECT id, uri, title, domain, revision, content FROM documents"
             " WHERE deleted_at IS NULL AND kind = 'markdown'"
         ):
-            prepared = prepare_markdown(
-                row["content"],
-                uri=row["uri"],
-                domain=row["domain"],
-                config=ChunkingConfig(),
-                title=row["title"],
-                revision=row["revision"],
-            )
-            edges = note_edges(
-                prepared.draft.title, prepared.front_matter or {}, row["content"], "links_to"
-            )
-            stated[row["id"]] = {
-                (entity_key(e.from_name), relationship_type(e.type), entity_key(e.to_name))
-                for e in edges
-            }
+            stated[row["id"]] = note_triples(row)
         held: dict[int, set[Triple]] = {}
         for row in conn.execute(
             "SELECT r.source, f.key AS f, r.type, t.key AS t FROM relationships r"

@@ -14,14 +14,8 @@ from typing import Any
 
 import httpx
 
-from nexusbrain.config import ChunkingConfig
-from nexusbrain.graph.names import entity_key, relationship_type
-from nexusbrain.graph.notes import note_edges
-from nexusbrain.ingest.documents import prepare_markdown
-
 from ..conftest import free_port
-
-Triple = tuple[str, str, str]
+from .checks import Triple, note_triples
 
 
 class Replica:
@@ -89,21 +83,7 @@ def edge_checks(records: Iterable[Mapping[str, Any]]) -> None:
             if r["deleted_at"]:
                 retired.add(r["id"])
                 continue
-            prepared = prepare_markdown(
-                r["content"],
-                uri=r["uri"],
-                domain=r["domain"],
-                config=ChunkingConfig(),
-                title=r["title"],
-                revision=r["revision"],
-            )
-            edges = note_edges(
-                prepared.draft.title, prepared.front_matter or {}, r["content"], "links_to"
-            )
-            stated[r["id"]] = {
-                (entity_key(e.from_name), relationship_type(e.type), entity_key(e.to_name))
-                for e in edges
-            }
+            stated[r["id"]] = note_triples(r)
         elif r["type"] == "entity":
             entities[r["id"]] = r["key"]
         elif r["type"] == "relationship" and r["superseded_at"] is None:
