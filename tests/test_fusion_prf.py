@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nexusbrain.retrieval.fusion import rrf, zscore
+from nexusbrain.retrieval.fusion import rrf, standardised, zscore
 from nexusbrain.retrieval.prf import rm3_terms, rocchio
 
 
@@ -168,3 +170,49 @@ def test_rocchio_moves_the_query_towards_the_feedback() -> None:
     moved = rocchio(query, feedback, [1.0, 1.0], alpha=1.0, beta=1.0)
     assert moved == pytest.approx(np.array([1, 1]) / np.sqrt(2))
     assert rocchio(query, feedback[:0], [], 1.0, 1.0) is query
+
+
+def _zscore_by_definition(lists, weights, extra, positions, min_z):  # type: ignore[no-untyped-def]
+    """Z-score fusion written out item by item, as its docstring defines it."""
+    firsts = {}
+    for name in sorted(lists):
+        found: dict[int, tuple[int, float]] = {}
+        for position, (item, value) in enumerate(lists[name], start=1):
+            found.setdefault(item, (position, float(value)))
+        if found:
+            firsts[name] = found
+    candidates = sorted({item for found in firsts.values() for item in found})
+    rows: dict[int, list[tuple[str, float, int | None, float, float]]] = {i: [] for i in candidates}
+    for name, found in firsts.items():
+        weight = weights.get(name, 1.0)
+        scores = [value for _, value in found.values()]
+        mean, std = standardised(scores, positions)
+        for item in candidates:
+            rank, score = found.get(item, (None, extra.get(name, {}).get(item, min(scores))))
+            z = max(min_z.get(name, -math.inf), (score - mean) / std) if std > 0 else 0.0
+            rows[item].append((name, weight, rank, weight * z, z))
+    out = [(item, sum(r[3] for r in row), row) for item, row in rows.items()]
+    out.sort(key=lambda t: (-t[1], min(r[2] for r in t[2] if r[2] is not None), t[0]))
+    return out
+
+
+@given(
+    scored_strategy,
+    st.dictionaries(st.sampled_from(["bm25", "dense"]), st.floats(0.05, 3)),
+    st.dictionaries(
+        st.sampled_from(["bm25", "dense", "dense_prf"]),
+        st.dictionaries(st.integers(0, 30), st.floats(-5, 5, allow_nan=False)),
+    ),
+    st.integers(0, 30),
+    st.dictionaries(st.sampled_from(["dense", "dense_prf"]), st.floats(-3, 0)),
+)
+def test_zscore_gives_exactly_the_item_by_item_definition(
+    lists, weights, extra, positions, min_z
+) -> None:  # type: ignore[no-untyped-def]
+    fused = zscore(lists, weights, extra, positions=positions, min_z=min_z)
+    expected = _zscore_by_definition(lists, weights, extra, positions, min_z)
+    assert [(f.chunk_id, f.score) for f in fused] == [(item, score) for item, score, _ in expected]
+    for f, (_, _, row) in zip(fused, expected, strict=True):
+        got = [(c.retriever, c.weight, c.rank, c.contribution, c.z) for c in f.contributions]
+        assert got == row
+        assert f.shown_as(99).contributions == f.contributions

@@ -12,16 +12,84 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from nexusbrain.records import FusionContribution
 
 DEFAULT_K = 60
 
 
-@dataclass(frozen=True, slots=True)
 class Fused:
-    chunk_id: int
-    score: float
-    contributions: tuple[FusionContribution, ...]
+    """One candidate of a fused ranking: its id, fused score and each list's share of it.
+
+    Z-score fusion scores every candidate in every list, but a search shows only its first
+    few; so a z-score ranking keeps the shares in one table per search and builds a
+    candidate's `contributions` when they are read."""
+
+    __slots__ = ("_contributions", "_row", "_table", "chunk_id", "score")
+
+    def __init__(
+        self,
+        chunk_id: int,
+        score: float,
+        contributions: tuple[FusionContribution, ...] | None = None,
+        *,
+        table: _Shares | None = None,
+        row: int = 0,
+    ) -> None:
+        if contributions is None and table is None:
+            raise ValueError("a Fused needs its contributions or a table of shares")
+        self.chunk_id = chunk_id
+        self.score = score
+        self._contributions = contributions
+        self._table = table
+        self._row = row
+
+    @property
+    def contributions(self) -> tuple[FusionContribution, ...]:
+        if self._contributions is None:
+            assert self._table is not None
+            self._contributions = self._table.row(self._row)
+        return self._contributions
+
+    def shown_as(self, chunk_id: int) -> Fused:
+        """The same fused candidate, shown through another chunk (a document's best)."""
+        return Fused(chunk_id, self.score, self._contributions, table=self._table, row=self._row)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fused):
+            return NotImplemented
+        return (self.chunk_id, self.score, self.contributions) == (
+            other.chunk_id,
+            other.score,
+            other.contributions,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.chunk_id, self.score))
+
+    def __repr__(self) -> str:
+        return f"Fused({self.chunk_id}, {self.score!r}, {self.contributions!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Shares:
+    """Each list's rank (0: not ranked), z and weighted z for every candidate of one z-score
+    fusion, in list name order."""
+
+    names: tuple[str, ...]
+    weights: tuple[float, ...]
+    ranks: tuple[list[int], ...]
+    zs: tuple[list[float], ...]
+    parts: tuple[list[float], ...]
+
+    def row(self, i: int) -> tuple[FusionContribution, ...]:
+        return tuple(
+            FusionContribution(name, weight, ranks[i] or None, parts[i], zs[i])
+            for name, weight, ranks, zs, parts in zip(
+                self.names, self.weights, self.ranks, self.zs, self.parts, strict=True
+            )
+        )
 
 
 def rrf(
@@ -86,27 +154,37 @@ def zscore(
         if found:
             firsts[name] = found
     candidates = sorted({item for found in firsts.values() for item in found})
-    parts: dict[int, list[FusionContribution]] = {item: [] for item in candidates}
+    where = {item: i for i, item in enumerate(candidates)}
+    total = np.zeros(len(candidates))
+    best = np.full(len(candidates), np.iinfo(np.int64).max)
+    used, ranks, zs, parts = [], [], [], []
     for name, found in firsts.items():
         weight = 1.0 if weights is None else weights.get(name, 1.0)
+        used.append(weight)
         scores = [value for _, value in found.values()]
         mean, std = standardised(scores, positions)
         floor = min(scores)
         known = (extra or {}).get(name, {})
-        lowest = (min_z or {}).get(name, -math.inf)
-        for item in candidates:
-            rank: int | None = None
-            if item in found:
-                rank, score = found[item]
-            else:
-                score = known.get(item, floor)
-            z = max(lowest, (score - mean) / std) if std > 0 else 0.0
-            parts[item].append(FusionContribution(name, weight, rank, weight * z, z))
-    fused = [
-        Fused(item, sum(c.contribution for c in contribs), tuple(contribs))
-        for item, contribs in parts.items()
-    ]
-    return _sorted(fused)
+        values = np.array([known.get(item, floor) for item in candidates])
+        rank = np.zeros(len(candidates), dtype=np.int64)
+        at = np.fromiter((where[item] for item in found), np.int64, len(found))
+        values[at] = scores
+        rank[at] = [position for position, _ in found.values()]
+        if std > 0:
+            z = np.maximum((values - mean) / std, (min_z or {}).get(name, -math.inf))
+        else:
+            z = np.zeros(len(candidates))
+        part = weight * z
+        total += part
+        np.minimum(best, np.where(rank > 0, rank, best), out=best)
+        ranks.append(rank.tolist())
+        zs.append(z.tolist())
+        parts.append(part.tolist())
+    table = _Shares(tuple(firsts), tuple(used), tuple(ranks), tuple(zs), tuple(parts))
+    # highest score first; ties by the best rank any list gave, then by the lower id
+    order = np.lexsort((np.array(candidates, dtype=np.int64), best, -total)).tolist()
+    scores_of = total.tolist()
+    return [Fused(candidates[i], scores_of[i], table=table, row=i) for i in order]
 
 
 def standardised(scores: Sequence[float], positions: int = 0) -> tuple[float, float]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -245,7 +245,7 @@ class Searcher:
                 best = shown.get(_doc(item))
                 if best is None or (rank, name) < best[:2]:
                     shown[_doc(item)] = (rank, name, item.chunk_id)
-        return [replace(f, chunk_id=shown[f.chunk_id][2]) for f in fused]
+        return [f.shown_as(shown[f.chunk_id][2]) for f in fused]
 
     def _dense_scores(
         self,
