@@ -33,8 +33,11 @@ from nexusbrain.storage.base import LexicalHits
 
 Ids = NDArray[np.int64]
 Floats = NDArray[np.float64]
-Shares = tuple[Ids, Floats]  # the rows holding a token, and its share of each row's score
+# the rows holding a token (int32 where every id fits, so that the cache holds a third more),
+# and its share of each row's score
+Shares = tuple[NDArray[np.int32] | Ids, Floats]
 _ID_BATCH = 900
+_INT32 = 2**31
 
 
 def idf(n_rows: int, holding: int) -> float:
@@ -250,7 +253,8 @@ class PostingScorer:
         freq = tf @ self._weights
         size = query.rows.sizes[rows].astype(np.float64)
         value = idf(query.n_rows, len(rows))
-        found = (rows, shares(freq, size, value, query.avgdl, self.config.k1, self.config.b))
+        kept = rows.astype(np.int32) if len(rows) and rows[-1] < _INT32 else rows
+        found = (kept, shares(freq, size, value, query.avgdl, self.config.k1, self.config.b))
         if read.cacheable:
             self._remember(key, found)
         return found
