@@ -5,6 +5,7 @@ itself, postings compaction, ids that import uses again, and two backends over o
 from __future__ import annotations
 
 import multiprocessing
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -206,6 +207,51 @@ def test_compaction_merges_segments_and_drops_removed_chunks(
     opened.append(again)
     assert again.lexical.search(query, 50, SearchFilters()).scored == before
     assert backend.lexical.search(query, 50, SearchFilters()).scored == before
+    with postgres.connect() as conn:
+        database_checks(conn, schema)
+
+
+def _segments_of(postgres: Server, schema: str, term: str) -> int:
+    with postgres.connect() as conn:
+        row = conn.execute(f"SELECT count(*) FROM {schema}.postings WHERE term = %s", (term,))
+        return int(row.fetchone()[0])
+
+
+def _stream_writes(backend: Backend, start: int, seconds: float) -> int:
+    """Write one note holding "common" every 20 ms for `seconds`; returns the next number."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        write(backend, draft(f"s{start}.md", text=f"common s{start}"), [chunk(f"common s{start}")])
+        start += 1
+        time.sleep(0.02)
+    return start
+
+
+@pytest.mark.parametrize("longest_wait", [60.0, 0.3])
+def test_compaction_yields_to_a_stream_of_writes_but_only_so_long(
+    postgres: Server, opened: list[Backend], longest_wait: float
+) -> None:
+    from nexusbrain.storage.postgres.compaction import FANOUT, Compactor
+
+    schema = fresh_schema()
+    backend = open_url(opened, postgres.url(schema))
+    backend.compactor.close()  # type: ignore[attr-defined]
+    compactor = Compactor(backend.db, backend.lexical.live, 0.05, longest_wait)  # type: ignore[attr-defined]
+    compactor.start()
+    try:
+        n = _stream_writes(backend, 0, 1.5)
+        during = _segments_of(postgres, schema, "common")
+        if longest_wait > 1.5:
+            assert during == n  # one segment a write: nothing merged while writes streamed
+        else:
+            assert during < n - FANOUT  # merged at least once while writes streamed
+        deadline = time.monotonic() + 20
+        while _segments_of(postgres, schema, "common") >= FANOUT:
+            assert time.monotonic() < deadline, "no compaction once the writes stopped"
+            time.sleep(0.05)
+    finally:
+        compactor.close()
+    assert backend.lexical.search(["common"], 200, SearchFilters()).scored
     with postgres.connect() as conn:
         database_checks(conn, schema)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,12 @@ log = logging.getLogger(__name__)
 
 FANOUT = 8
 TERMS_PER_PASS = 2_000
-_TIER = "floor(ln(greatest(n, 1)) / ln(%s))::int"
+LONGEST_WAIT = 30.0  # seconds a stream of writes can hold compaction off
+
+
+def _tier(column: str) -> str:
+    """SQL for the tier of a segment of `column` postings (FANOUT is its parameter)."""
+    return f"floor(ln(greatest({column}, 1)) / ln(%s))::int"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +52,23 @@ class Pass:
 
 
 class Compactor:
-    """Merges postings segments on a daemon thread, a pass every `interval` seconds when
-    segments were added (by any replica)."""
+    """Merges postings segments on a daemon thread. It yields to writers: it compacts once
+    an `interval` has gone by with no new segment (from any replica), and while writes keep
+    streaming, at least every `longest_wait` seconds. Merging while a bulk load streams in
+    took a third of its throughput (docs/design/postgres.md), and a search reads a token's
+    uncompacted segments correctly, only a little slower."""
 
-    def __init__(self, db: Database, live: LivePids, interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        live: LivePids,
+        interval: float = 1.0,
+        longest_wait: float = LONGEST_WAIT,
+    ) -> None:
         self.db = db
         self.live = live
         self.interval = interval
+        self.longest_wait = longest_wait
         self._seen = 0  # segments up to this one have been considered
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -67,46 +83,69 @@ class Compactor:
             self._thread.join(timeout=30)
 
     def _run(self) -> None:
+        last_round, heard, done = time.monotonic(), -1, -1
         while not self._stop.wait(self.interval):
             try:
+                latest = self._latest()
+                streaming, heard = heard >= 0 and latest != heard, latest
+                if latest == done or (
+                    streaming and time.monotonic() - last_round < self.longest_wait
+                ):
+                    continue
                 self.compact()
+                last_round = time.monotonic()
+                heard = done = self._latest()
             except StorageError as exc:  # the server is down, say: the next pass retries
                 log.warning("postings compaction skipped: %s", exc.message)
 
+    def _latest(self) -> int:
+        """The last segment number handed out, by any replica."""
+        with self.db.errors("postings compaction failed"), self.db.connection() as conn:
+            return _latest_segment(conn)
+
     def compact(self) -> Pass:
-        """One pass (more when a pass hits its limit), until no tier is full."""
+        """Rounds until no tier is full. A round finds every full tier of the tokens that
+        gained a segment since the last round (one scan of their segments), and merges them
+        `TERMS_PER_PASS` tokens to a transaction; the segments its merges made are what the
+        next round looks at, for tiers they filled in turn."""
         total = Pass(0, 0, 0)
         while True:
             with self.db.errors("postings compaction failed"), self.db.connection() as conn:
-                done = self._pass(conn)
-            if done is None:
-                return total
-            total = Pass(*(a + b for a, b in zip(_tuple(total), _tuple(done), strict=True)))
-            if done.merged < TERMS_PER_PASS:
+                latest = _latest_segment(conn)
+                if latest <= self._seen:
+                    return total
+                todo = conn.execute(
+                    f"SELECT term, tier FROM (SELECT term, {_tier('n')} AS tier FROM postings"
+                    " WHERE term IN (SELECT term FROM postings WHERE segment > %s)) AS t"
+                    " GROUP BY term, tier HAVING count(*) >= %s ORDER BY term, tier",
+                    (FANOUT, self._seen, FANOUT),
+                ).fetchall()
+            for start in range(0, len(todo), TERMS_PER_PASS):
+                done = self._pass(todo[start : start + TERMS_PER_PASS])
+                if done is None:  # another compactor is at work: it finishes the round
+                    return total
+                total = Pass(*(a + b for a, b in zip(_tuple(total), _tuple(done), strict=True)))
+            self._seen = latest
+            if not todo:
                 return total
 
-    def _pass(self, conn: psycopg.Connection[Any]) -> Pass | None:
-        top = conn.execute("SELECT last_value FROM postings_segments").fetchone()
-        latest = int(top[0]) if top else 0
-        if latest <= self._seen:
-            return None
-        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        try:
-            found = self._merge_all(conn)
-            conn.execute("COMMIT")
-        except pg.SerializationFailure:  # another compactor got there first
-            conn.execute("ROLLBACK")
-            return None
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        if found is None:
-            return None
-        if found.merged < TERMS_PER_PASS:
-            self._seen = latest
+    def _pass(self, todo: list[tuple[str, int]]) -> Pass | None:
+        """Merge these tokens' full tiers in one transaction, or None if another compactor
+        holds the lock or got there first."""
+        with self.db.errors("postings compaction failed"), self.db.connection() as conn:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            try:
+                found = self._merge_all(conn, todo)
+                conn.execute("COMMIT")
+            except pg.SerializationFailure:
+                conn.execute("ROLLBACK")
+                return None
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
         return found
 
-    def _merge_all(self, conn: psycopg.Connection[Any]) -> Pass | None:
+    def _merge_all(self, conn: psycopg.Connection[Any], todo: list[tuple[str, int]]) -> Pass | None:
         key = f"nexusbrain:{self.db.url.schema}:compact"
         locked = conn.execute(
             "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))", (key,)
@@ -116,32 +155,48 @@ class Compactor:
         head = conn.execute("SELECT seq FROM change_head").fetchone()
         seq = int(head[0]) if head else 0
         self.live.sync(conn, seq)
-        todo = conn.execute(
-            f"SELECT term, tier FROM (SELECT term, {_TIER} AS tier FROM postings WHERE term IN"
-            " (SELECT term FROM postings WHERE segment > %s)) AS t"
-            " GROUP BY term, tier HAVING count(*) >= %s LIMIT %s",
-            (FANOUT, self._seen, FANOUT, TERMS_PER_PASS),
+        if not todo:
+            return Pass(0, 0, 0)
+        # a pass is a few statements however many tokens it merges: each token's rows of its
+        # full tier, one DELETE of them all, the new segment numbers and one COPY
+        terms = [term for term, _ in todo]
+        rows = conn.execute(  # `term = ANY` lets the plan look the tokens up by index
+            "SELECT p.term, p.ctid::text, p.pids, p.tfs, p.wide FROM postings p"
+            " JOIN unnest(%s::text[], %s::int[]) AS t(term, tier)"
+            f" ON p.term = t.term AND {_tier('p.n')} = t.tier"
+            " WHERE p.term = ANY(%s) ORDER BY p.term, p.segment",
+            (terms, [tier for _, tier in todo], FANOUT, terms),
+            binary=True,
         ).fetchall()
-        read = written = 0
-        for term, tier in todo:
-            rows = conn.execute(
-                f"SELECT segment, pids, tfs, wide FROM postings WHERE term = %s AND {_TIER} = %s",
-                (term, FANOUT, tier),
-                binary=True,
-            ).fetchall()
-            pids, tf = merged([(r[1], r[2], r[3]) for r in rows], self.live, seq)
-            read += sum(len(bytes(r[1])) // 4 for r in rows)
-            written += len(pids)
-            conn.execute(
-                "DELETE FROM postings WHERE term = %s AND segment = ANY(%s)",
-                (term, [r[0] for r in rows]),
-            )
+        by_term: dict[str, list[tuple[Any, ...]]] = {}
+        for row in rows:
+            by_term.setdefault(row[0], []).append(row)
+        # by row address: this transaction read them, and only a compactor (holding the
+        # lock) changes a postings row
+        conn.execute("DELETE FROM postings WHERE ctid = ANY(%s::tid[])", ([r[1] for r in rows],))
+        kept = []
+        for term, found in by_term.items():
+            pids, tf = merged([(r[2], r[3], r[4]) for r in found], self.live, seq)
             if len(pids):
-                segment = conn.execute("SELECT nextval('postings_segments')").fetchone()
-                assert segment is not None
-                with conn.cursor() as cursor, cursor.copy(POSTINGS_COPY) as copy:
-                    copy.write(copy_stream([segment_row(term, int(segment[0]), pids, tf)]))
-        return Pass(len(todo), read, written)
+                kept.append((term, pids, tf))
+        if kept:
+            numbers = conn.execute(
+                "SELECT nextval('postings_segments') FROM generate_series(1, %s)", (len(kept),)
+            ).fetchall()
+            with conn.cursor() as cursor, cursor.copy(POSTINGS_COPY) as copy:
+                copy.write(
+                    copy_stream(
+                        segment_row(term, int(number[0]), pids, tf)
+                        for (term, pids, tf), number in zip(kept, numbers, strict=True)
+                    )
+                )
+        read = sum(len(bytes(r[2])) // 4 for r in rows)
+        return Pass(len(todo), read, sum(len(pids) for _, pids, _ in kept))
+
+
+def _latest_segment(conn: psycopg.Connection[Any]) -> int:
+    top = conn.execute("SELECT last_value FROM postings_segments").fetchone()
+    return int(top[0]) if top else 0
 
 
 def _tuple(p: Pass) -> tuple[int, int, int]:
