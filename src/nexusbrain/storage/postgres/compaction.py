@@ -155,8 +155,6 @@ class Compactor:
         head = conn.execute("SELECT seq FROM change_head").fetchone()
         seq = int(head[0]) if head else 0
         self.live.sync(conn, seq)
-        if not todo:
-            return Pass(0, 0, 0)
         # a pass is a few statements however many tokens it merges: each token's rows of its
         # full tier, one DELETE of them all, the new segment numbers and one COPY
         terms = [term for term, _ in todo]
