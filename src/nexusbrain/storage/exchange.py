@@ -33,7 +33,14 @@ import orjson
 
 from nexusbrain.clock import format_time, parse_time
 from nexusbrain.errors import Conflict, InvalidInput
-from nexusbrain.records import MAX_ID, DocumentKind, ImportResult, RetireReason, json_problem
+from nexusbrain.records import (
+    MAX_ID,
+    ChunkDraft,
+    DocumentKind,
+    ImportResult,
+    RetireReason,
+    json_problem,
+)
 
 FORMAT = "nexusbrain-export"
 FORMAT_VERSION = 1
@@ -108,6 +115,25 @@ STATEMENT_FIELDS = (
 # Validation: every field of every imported record, checked before it is written, so that
 # nothing an import stores can break a later read. Each check returns why a value is wrong.
 Check = Callable[[Any], str | None]
+
+
+def chunk_values(c: ChunkDraft) -> tuple[Any, ...]:
+    """A chunk draft's stored columns after its document id, the same on every backend:
+    ordinal, char and line spans, heading path (joined with HEADING_SEP), text, unit, meta
+    (JSON), text hash and context."""
+    return (
+        c.ordinal,
+        c.char_start,
+        c.char_end,
+        c.line_start,
+        c.line_end,
+        HEADING_SEP.join(c.heading_path),
+        c.text,
+        c.unit,
+        orjson.dumps(dict(c.meta)).decode(),
+        c.text_hash,
+        c.context,
+    )
 
 
 def _id(value: Any) -> str | None:

@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import orjson
 import psycopg
 
 from nexusbrain.records import (
     ChunkDraft,
     VectorBatch,
 )
-from nexusbrain.storage.exchange import HEADING_SEP
+from nexusbrain.storage.exchange import chunk_values
 from nexusbrain.storage.postgres.postings import POSTINGS_COPY, Segment, copy_stream
 
 CHUNK_COLUMNS = (
@@ -51,21 +50,7 @@ class ChunkRow:
 
 
 def chunk_row(document_id: int, c: ChunkDraft) -> ChunkRow:
-    return ChunkRow(
-        None,
-        document_id,
-        c.ordinal,
-        c.char_start,
-        c.char_end,
-        c.line_start,
-        c.line_end,
-        HEADING_SEP.join(c.heading_path),
-        c.text,
-        c.unit,
-        orjson.dumps(dict(c.meta)).decode(),
-        c.text_hash,
-        c.context,
-    )
+    return ChunkRow(None, document_id, *chunk_values(c))
 
 
 class ChangeLog:

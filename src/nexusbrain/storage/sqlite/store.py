@@ -35,6 +35,7 @@ from nexusbrain.records import (
     WriteStatus,
 )
 from nexusbrain.storage.base import DocumentItems, WritesInOwnUnit
+from nexusbrain.storage.exchange import chunk_values
 from nexusbrain.storage.graph_base import GraphSession
 from nexusbrain.storage.sqlite import lexical, multirow, transfer
 from nexusbrain.storage.sqlite import vectors as vector_sql
@@ -625,23 +626,7 @@ class _PendingChunks:
 
     def add(self, document_id: int, chunks: Sequence[ChunkDraft]) -> None:
         self.documents.add(document_id)
-        self.rows += [
-            (
-                document_id,
-                c.ordinal,
-                c.char_start,
-                c.char_end,
-                c.line_start,
-                c.line_end,
-                HEADING_SEP.join(c.heading_path),
-                c.text,
-                c.unit,
-                _dumps(dict(c.meta)),
-                c.text_hash,
-                c.context,
-            )
-            for c in chunks
-        ]
+        self.rows += [(document_id, *chunk_values(c)) for c in chunks]
 
     def insert(self, conn: sqlite3.Connection) -> None:
         for part in multirow.parts(conn, self.rows, 12):
