@@ -152,12 +152,7 @@ class PostgresWork:
             _NEW_DOCUMENTS,
             (
                 [d.uri for d in drafts],
-                [d.title for d in drafts],
-                [d.domain for d in drafts],
-                [d.kind.value for d in drafts],
-                [d.revision for d in drafts],
-                [d.content for d in drafts],
-                [orjson.dumps(dict(d.metadata)).decode() for d in drafts],
+                *_content_columns(drafts),
                 [now] * len(drafts),
                 [now] * len(drafts),
             ),
@@ -175,16 +170,7 @@ class PostgresWork:
         drafts = [p.draft for p in replaced]
         self.conn.execute(
             _REPLACED_DOCUMENTS,
-            (
-                [p.document_id for p in replaced],
-                [d.title for d in drafts],
-                [d.domain for d in drafts],
-                [d.kind.value for d in drafts],
-                [d.revision for d in drafts],
-                [d.content for d in drafts],
-                [orjson.dumps(dict(d.metadata)).decode() for d in drafts],
-                [now] * len(drafts),
-            ),
+            ([p.document_id for p in replaced], *_content_columns(drafts), [now] * len(drafts)),
         )
 
     def _revisions(self, written: list[tuple[int, DocumentDraft, str]], now: datetime) -> None:
@@ -238,6 +224,19 @@ class PostgresWork:
                 (text_hash, chunk_id),
             ).fetchall():
                 self.log.rehashed(found, pid)
+
+
+def _content_columns(drafts: Sequence[DocumentDraft]) -> tuple[list[Any], ...]:
+    """The drafts' title, domain, kind, revision, content and metadata (JSON), a column each,
+    as the batch statements take them."""
+    return (
+        [d.title for d in drafts],
+        [d.domain for d in drafts],
+        [d.kind.value for d in drafts],
+        [d.revision for d in drafts],
+        [d.content for d in drafts],
+        [orjson.dumps(dict(d.metadata)).decode() for d in drafts],
+    )
 
 
 def edges_revision(conn: Conn, document_id: int) -> str | None:
