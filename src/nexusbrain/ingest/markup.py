@@ -46,6 +46,8 @@ class Markup(StrEnum):
 
 def classify(paragraph: str) -> Markup:
     """What kind of paragraph this is (a block of lines without blank ones)."""
+    if "[" not in paragraph and "<" not in paragraph:
+        return Markup.PROSE  # every kind of markup above needs one of them: most prose is quick
     if _hidden(paragraph):
         return Markup.HIDDEN
     lines = [line for line in paragraph.splitlines() if line.strip()]

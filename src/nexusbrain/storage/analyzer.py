@@ -34,7 +34,12 @@ _CJK_CHARS = (
     "\U00020000-\U0002fa1f\U00030000-\U0003134f"
 )
 _ACCENTED_BELOW = "\u0530"  # Latin, Greek and Cyrillic end here
-_local = threading.local()  # a stemmer keeps a cache: one per thread
+_local = threading.local()  # a stemmer is not safe to share between threads
+# Each word's stem, memoised: a dict lookup is several times cheaper than a call into the
+# stemmer, and most words in a text have been seen before. Cleared when it holds more than
+# _MEMO_SIZE words (some tens of MB), so an odd corpus cannot grow it without end.
+_STEMS: dict[str, str] = {}
+_MEMO_SIZE = 300_000
 
 
 def tokens(text: str) -> list[str]:
@@ -96,8 +101,25 @@ def _folded(text: str) -> str:
 
 
 def _stemmed(words: list[str]) -> list[str]:
+    try:
+        stems = list(map(_STEMS.__getitem__, words))
+    except KeyError:
+        stems = _stem_new(words)
+    if "" in stems:  # Porter takes a lone "s" to nothing
+        return [stem for stem in stems if stem]
+    return stems
+
+
+def _stem_new(words: list[str]) -> list[str]:
+    global _STEMS
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:
-        stemmer = _local.stemmer = Stemmer.Stemmer("porter")
-    stems: list[str] = stemmer.stemWords(words)
-    return [stem for stem in stems if stem]  # Porter takes a lone "s" to nothing
+        # its own cache is left off: the memo does that job, and faster
+        stemmer = _local.stemmer = Stemmer.Stemmer("porter", 0)
+    memo = _STEMS
+    if len(memo) > _MEMO_SIZE:
+        # replaced, not cleared, so that a thread reading the old one still finds its words
+        memo = _STEMS = {}
+    new = list(dict.fromkeys(word for word in words if word not in memo))
+    memo.update(zip(new, stemmer.stemWords(new), strict=True))
+    return list(map(memo.__getitem__, words))
