@@ -11,6 +11,7 @@ watches folders, and stops the workers on SIGTERM or Ctrl-C, or when one of them
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -18,6 +19,7 @@ import signal
 import socket
 from collections.abc import Callable
 from dataclasses import replace
+from types import FrameType
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -76,7 +78,7 @@ def run(
         if on_listen is not None:
             on_listen(url)
         discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
-        uvicorn.Server(config).run(sockets=[listener])
+        _Server(config).run(sockets=[listener])
     except _Stopped:
         log.info("stopped by SIGTERM")
     finally:
@@ -129,7 +131,7 @@ def _fork(brain: Brain, settings: ServerSettings, listener: socket.socket, level
         # Ctrl-C reaches the whole group: the parent stops the workers
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         with Brain.open(settings=brain.settings) as own:
-            uvicorn.Server(uvicorn_config(create_app(own, settings), settings, level)).run(
+            _Server(uvicorn_config(create_app(own, settings), settings, level)).run(
                 sockets=[listener]
             )
         code = 0
@@ -154,6 +156,28 @@ def uvicorn_config(app: ASGIApp, settings: ServerSettings, log_level: str) -> uv
         proxy_headers=bool(trusted),
         forwarded_allow_ips=trusted or None,
     )
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, idle when nothing happens: its own main loop wakes ten times a
+    second to see whether it should stop, where this one wakes once a second (for the Date
+    header, which has that resolution) and at once when a signal asks it to stop."""
+
+    async def main_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        ticks = 0
+        # on_tick does its once-a-second work when its counter is a multiple of 10
+        while not await self.on_tick(ticks):
+            ticks = (ticks + 10) % 864_000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 1.0)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        loop = getattr(self, "_loop", None)
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake.set)
 
 
 class _Stopped(Exception):
