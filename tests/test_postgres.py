@@ -311,3 +311,41 @@ def test_a_write_through_one_backend_is_seen_by_the_next_search_of_another(
     one.documents.retire_documents([first.document_id], NOW)
     assert two.lexical.search(["alpha"], 5, SearchFilters()).scored == []
     assert index.search(index.centre(np.array([1.0, 0.0], np.float32)), 5) == []
+
+
+def test_a_batch_does_its_lock_free_work_before_it_waits_for_the_write_lock(
+    postgres: Server, opened: list[Backend]
+) -> None:
+    """Its vectors are stored, and its postings made, before it takes the brain's write lock:
+    a write that times out waiting for the lock leaves its vectors (kept for the retry, as
+    vectors are never removed) and nothing else; the retry writes it whole."""
+    from nexusbrain.config import StorageConfig
+    from nexusbrain.errors import Busy
+    from nexusbrain.records import VectorBatch
+
+    schema = fresh_schema()
+    backend = storage.open(postgres.url(schema), config=StorageConfig(busy_timeout_ms=300))
+    opened.append(backend)
+    vectors = VectorBatch("m", 2, {"h-1": bytes(8), "h-2": bytes(8)})
+    items = [
+        (draft("a.md", text="lockfree alpha"), [chunk("lockfree alpha", text_hash="h-1")]),
+        (draft("b.md", text="lockfree beta"), [chunk("lockfree beta", text_hash="h-2")]),
+    ]
+    key = f"nexusbrain:{schema}:write"
+    with postgres.connect() as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+        with pytest.raises(Busy):
+            backend.documents.write_documents(items, NOW, vectors)
+        holder.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+    with postgres.connect() as conn:
+        counts = [
+            int(conn.execute(f"SELECT count(*) FROM {schema}.{table}").fetchone()[0])
+            for table in ("vectors", "chunks", "postings", "documents")
+        ]
+    assert counts == [2, 0, 0, 0]
+    results = backend.documents.write_documents(items, NOW, vectors)
+    assert [r.chunks for r in results] == [1, 1]
+    found = backend.lexical.search(["lockfree"], 10, SearchFilters()).scored
+    assert len(found) == 2
+    with postgres.connect() as conn:
+        database_checks(conn, schema)

@@ -21,7 +21,7 @@ from nexusbrain.records import (
     ChunkDraft,
     VectorBatch,
 )
-from nexusbrain.storage.exchange import chunk_values
+from nexusbrain.storage.exchange import HEADING_SEP, chunk_values
 from nexusbrain.storage.postgres.postings import POSTINGS_COPY, Segment, copy_stream
 
 CHUNK_COLUMNS = (
@@ -95,25 +95,66 @@ class ChangeLog:
         self.chunks = self.tokens = 0
 
 
-def insert_chunks(conn: psycopg.Connection[Any], rows: Sequence[ChunkRow], log: ChangeLog) -> None:
-    """Insert chunk rows (with their postings): one COPY for the chunks, one for the postings."""
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """Chunks' postings, made before the write lock is taken: each chunk's pid (handed out
+    by a sequence, which needs no lock) and length in tokens, and the COPY stream of their
+    segment."""
+
+    pids: list[int]
+    lengths: list[int]
+    payload: bytes | None  # None: no chunk holds a token
+
+
+def stage_chunks(conn: psycopg.Connection[Any], columns: Sequence[tuple[str, str, str]]) -> Staged:
+    """Analyse chunks (text, heading path, context, in the order they will be inserted) into
+    one postings segment."""
+    if not columns:
+        return Staged([], [], None)
+    numbers = conn.execute(
+        "SELECT nextval('chunk_pids'), CASE WHEN n = 1 THEN nextval('postings_segments') END"
+        " FROM generate_series(1, %s) AS n",
+        (len(columns),),
+    ).fetchall()
+    pids = [int(r[0]) for r in numbers]
+    segment = Segment()
+    lengths = [
+        segment.add(pid, text, heading, context)
+        for pid, (text, heading, context) in zip(pids, columns, strict=True)
+    ]
+    payload = segment.copy_payload(int(numbers[0][1])) if segment else None
+    return Staged(pids, lengths, payload)
+
+
+def draft_columns(c: ChunkDraft) -> tuple[str, str, str]:
+    """A chunk draft's analysed columns as stored: text, heading path, context."""
+    return c.text, HEADING_SEP.join(c.heading_path), c.context
+
+
+def insert_chunks(
+    conn: psycopg.Connection[Any],
+    rows: Sequence[ChunkRow],
+    log: ChangeLog,
+    staged: Staged | None = None,
+) -> None:
+    """Insert chunk rows with their postings (`staged` for these rows, in order, or made
+    here): one COPY for the chunks, one for the postings."""
     if not rows:
         return
+    if staged is None:
+        staged = stage_chunks(conn, [(r.text, r.heading, r.context) for r in rows])
+    assert len(staged.pids) == len(rows)
     fresh = sum(1 for r in rows if r.id is None)
-    numbers = conn.execute(
-        "SELECT nextval('chunk_pids'),"
-        " CASE WHEN n <= %s THEN nextval(pg_get_serial_sequence('chunks', 'id')) END"
-        " FROM generate_series(1, %s) AS n",
-        (fresh, len(rows)),
-    ).fetchall()
-    segment_row = conn.execute("SELECT nextval('postings_segments')").fetchone()
-    assert segment_row is not None
-    segment = Segment()
-    new_ids = iter(r[1] for r in numbers if r[1] is not None)
+    new_ids = iter(
+        int(r[0])
+        for r in conn.execute(
+            "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1, %s)",
+            (fresh,),
+        ).fetchall()
+    )
     with conn.cursor() as cursor, cursor.copy(f"COPY chunks ({CHUNK_COLUMNS}) FROM STDIN") as copy:
-        for row, (pid, _) in zip(rows, numbers, strict=True):
+        for row, pid, length in zip(rows, staged.pids, staged.lengths, strict=True):
             chunk_id = row.id if row.id is not None else next(new_ids)
-            length = segment.add(pid, row.text, row.heading, row.context)
             copy.write_row(
                 (
                     chunk_id,
@@ -134,9 +175,9 @@ def insert_chunks(conn: psycopg.Connection[Any], rows: Sequence[ChunkRow], log: 
                 )
             )
             log.added(chunk_id, pid, length)
-    if segment:
+    if staged.payload is not None:
         with conn.cursor() as cursor, cursor.copy(POSTINGS_COPY) as copy:
-            copy.write(segment.copy_payload(int(segment_row[0])))
+            copy.write(staged.payload)
 
 
 def delete_chunks(conn: psycopg.Connection[Any], document_id: int, log: ChangeLog) -> None:

@@ -173,33 +173,48 @@ class Database:
             yield conn
 
     @contextmanager
-    def write(self, what: str = "database write failed") -> Iterator[psycopg.Connection[Any]]:
+    def write(
+        self, what: str = "database write failed", *, deferred: bool = False
+    ) -> Iterator[psycopg.Connection[Any]]:
         """One write transaction, bound to this thread, holding the brain's write lock (a
         writer waits for it up to the busy timeout, then Busy). Committed when the block ends
-        without an error; on any error nothing is changed. A write inside a write joins it."""
+        without an error; on any error nothing is changed. A write inside a write joins it.
+
+        With `deferred`, the connection comes with no transaction yet, so that work needing
+        no lock (what a write computes from its input, a sequence's next values) is done
+        before the lock is taken: `begin(conn)` then begins it, and a write inside a write
+        begins it too."""
         if self.in_write():
             bound = self.bound()
             assert bound is not None
+            self.begin(bound)
             yield bound
             return
         with self.errors(what), self.connection() as conn:
-            self._begin_write(conn)
-            self._local.conn, self._local.writing = conn, True
+            self._local.conn, self._local.writing, self._local.begun = conn, True, False
             try:
+                if not deferred:
+                    self.begin(conn)
                 yield conn
-                conn.execute("COMMIT")
+                if self._local.begun:
+                    conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise
             finally:
-                self._local.conn, self._local.writing = None, False
+                self._local.conn, self._local.writing, self._local.begun = None, False, False
 
-    def _begin_write(self, conn: psycopg.Connection[Any]) -> None:
+    def begin(self, conn: psycopg.Connection[Any]) -> None:
+        """Begin this thread's write transaction and take the brain's write lock, unless it
+        has begun."""
+        if getattr(self._local, "begun", False):
+            return
         timeout = f"{int(self.config.busy_timeout_ms)}ms"
         with conn.pipeline():
             conn.execute("BEGIN")
             conn.execute("SELECT set_config('lock_timeout', %s, true)", (timeout,))
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self.write_key,))
+        self._local.begun = True
 
     @contextmanager
     def snapshot(self, what: str = "database read failed") -> Iterator[psycopg.Connection[Any]]:

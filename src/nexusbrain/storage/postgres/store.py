@@ -86,8 +86,8 @@ class PostgresStore(WritesInOwnUnit):
 
     @contextmanager
     def unit_of_work(self) -> Iterator[PostgresWork]:
-        with self.db.write() as conn:
-            work = PostgresWork(conn)
+        with self.db.write(deferred=True) as conn:
+            work = PostgresWork(conn, self.db.begin)
             yield work
             work.finish()
 

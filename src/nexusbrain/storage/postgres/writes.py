@@ -10,22 +10,26 @@ is written document by document, as its later versions depend on its earlier one
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import orjson
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from nexusbrain.records import ChunkDraft, DocumentDraft, VectorBatch, WriteResult, WriteStatus
 from nexusbrain.storage.base import DocumentItems
 from nexusbrain.storage.postgres.chunks import (
     ChangeLog,
+    Staged,
     chunk_row,
     delete_chunks,
+    draft_columns,
     insert_chunks,
     put_vectors,
+    stage_chunks,
 )
 from nexusbrain.storage.postgres.graph import GraphWrites
 
@@ -61,18 +65,29 @@ class _Planned:
 
 
 class PostgresWork:
-    """A `UnitOfWork` on a connection inside a write transaction that its caller commits,
-    after `finish` has written what it kept for the end (the chunk change log, the notes
-    whose edges were synced)."""
+    """A `UnitOfWork` on a connection that begins its write transaction, and takes the
+    brain's write lock, only when first used (`conn`): a batch of documents first does what
+    needs no lock (its vectors, its postings). Its caller commits, after `finish` has
+    written what it kept for the end (the chunk change log, the notes whose edges were
+    synced)."""
 
-    def __init__(self, conn: Conn) -> None:
-        self.conn = conn
+    def __init__(self, conn: Conn, begin: Callable[[Conn], None]) -> None:
+        self._raw = conn
+        self._begin = begin
         self.log = ChangeLog()
-        self._graph = GraphWrites(conn)
+        self._graph: GraphWrites | None = None
         self._synced: dict[int, str] = {}  # note -> the revision its edges follow, to write
 
     @property
+    def conn(self) -> Conn:
+        """The connection, inside the write transaction."""
+        self._begin(self._raw)
+        return self._raw
+
+    @property
     def graph(self) -> GraphWrites:
+        if self._graph is None:
+            self._graph = GraphWrites(self.conn)
         return self._graph
 
     def finish(self) -> None:
@@ -84,19 +99,37 @@ class PostgresWork:
                     list(self._synced.items()),
                 )
             self._synced.clear()
-        self.log.flush(self.conn)
+        if self.log.events:
+            self.log.flush(self.conn)
 
     def write_documents(
         self, items: DocumentItems, now: datetime, vectors: VectorBatch | None = None
     ) -> list[WriteResult]:
-        if vectors is not None:
-            put_vectors(self.conn, vectors)
         uris = [draft.uri for draft, _ in items]
         if len(set(uris)) < len(uris):
+            if vectors is not None:
+                put_vectors(self.conn, vectors)
             return [self._write_batch([item], now)[0] for item in items]
-        return self._write_batch(items, now)
+        staged = None
+        if self._raw.info.transaction_status is TransactionStatus.IDLE:
+            # Before the lock, so that other writers' batches are not held up by this work:
+            # the vectors in a transaction of their own (stored once per text hash, never
+            # removed, so one that outlives a failed write is only kept for the next), and
+            # the postings, whose pids and segment come from sequences.
+            if vectors is not None:
+                with self._raw.transaction():
+                    put_vectors(self._raw, vectors)
+                vectors = None
+            staged = stage_chunks(self._raw, [draft_columns(c) for _, cs in items for c in cs])
+        if vectors is not None:
+            put_vectors(self.conn, vectors)
+        return self._write_batch(items, now, staged)
 
-    def _write_batch(self, items: DocumentItems, now: datetime) -> list[WriteResult]:
+    def _write_batch(
+        self, items: DocumentItems, now: datetime, staged: Staged | None = None
+    ) -> list[WriteResult]:
+        """Write the documents; `staged` holds the postings of all their chunks, in order
+        (used when every document is written, since a duplicate's chunks are not)."""
         held = {
             row[0]: (int(row[1]), row[2], row[3])
             for row in self.conn.execute(
@@ -119,7 +152,8 @@ class PostgresWork:
         written = [p for p in plan if p.status is not WriteStatus.DUPLICATE]
         self._revisions([(p.document_id, p.draft, p.status.value) for p in written], now)
         rows = [chunk_row(p.document_id, c) for p in written for c in p.chunks]
-        insert_chunks(self.conn, rows, self.log)
+        whole = staged is not None and len(staged.pids) == len(rows)
+        insert_chunks(self.conn, rows, self.log, staged if whole else None)
         return [
             WriteResult(
                 p.status,
