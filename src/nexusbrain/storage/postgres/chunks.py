@@ -215,8 +215,11 @@ def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch) -> None:
         cursor.copy("COPY incoming_vectors FROM STDIN (FORMAT BINARY)") as copy,
     ):
         copy.write(copy_stream([b"".join(parts)]))
+    # in text hash order: writers storing the same vectors at once (one of them before its
+    # write lock, another under it) wait for each other's rows in one order, never in a cycle
     conn.execute(
         "INSERT INTO vectors (model, text_hash, dim, embedding)"
-        " SELECT model, text_hash, dim, embedding FROM incoming_vectors ON CONFLICT DO NOTHING"
+        " SELECT model, text_hash, dim, embedding FROM incoming_vectors ORDER BY text_hash"
+        " ON CONFLICT DO NOTHING"
     )
     conn.execute("DELETE FROM incoming_vectors")
