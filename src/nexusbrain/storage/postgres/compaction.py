@@ -6,6 +6,8 @@ and a search reads them all. The compactor merges a token's segments of one tier
 chunks that are gone. It looks only at tokens that gained a segment since its last pass, and
 one compactor works at a time per brain (an advisory lock), whichever replica it runs in.
 Writers never wait for it: they only insert new segments, and readers keep their snapshot.
+A writer numbers its segment before it takes the write lock, so a segment can commit after a
+pass has gone beyond its number: its tokens' tiers are then merged at their next segment.
 
 At 101k chunks written in batches of 50 documents, segments reached 400 for a token and
 search p95 went from 2.0 ms (compacted) to 5.3 ms (not) (docs/design/postgres.md).
