@@ -140,6 +140,9 @@ def test_ingest_dir_watch_prints_a_line_per_change_and_idles(tmp_path: Path) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C is what stops it: a test run started in the background by a shell has
+        # SIGINT ignored (POSIX), and a child would inherit that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert process.stdout is not None and process.stderr is not None
