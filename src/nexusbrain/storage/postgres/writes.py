@@ -106,10 +106,7 @@ class PostgresWork:
         self, items: DocumentItems, now: datetime, vectors: VectorBatch | None = None
     ) -> list[WriteResult]:
         uris = [draft.uri for draft, _ in items]
-        if len(set(uris)) < len(uris):
-            if vectors is not None:
-                put_vectors(self.conn, vectors)
-            return [self._write_batch([item], now)[0] for item in items]
+        one_by_one = len(set(uris)) < len(uris)
         staged = None
         if self._raw.info.transaction_status is TransactionStatus.IDLE:
             # Before the lock, so that other writers' batches are not held up by this work:
@@ -120,9 +117,12 @@ class PostgresWork:
                 with self._raw.transaction():
                     put_vectors(self._raw, vectors)
                 vectors = None
-            staged = stage_chunks(self._raw, [draft_columns(c) for _, cs in items for c in cs])
+            if not one_by_one:
+                staged = stage_chunks(self._raw, [draft_columns(c) for _, cs in items for c in cs])
         if vectors is not None:
             put_vectors(self.conn, vectors)
+        if one_by_one:
+            return [self._write_batch([item], now)[0] for item in items]
         return self._write_batch(items, now, staged)
 
     def _write_batch(
