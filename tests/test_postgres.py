@@ -316,15 +316,18 @@ def test_a_write_through_one_backend_is_seen_by_the_next_search_of_another(
 def test_a_batch_does_its_lock_free_work_before_it_waits_for_the_write_lock(
     postgres: Server, opened: list[Backend]
 ) -> None:
-    """Its vectors are stored, and its postings made, before it takes the brain's write lock:
-    a write that times out waiting for the lock leaves its vectors (kept for the retry, as
-    vectors are never removed) and nothing else; the retry writes it whole."""
+    """Its vectors are stored, and its postings inserted, before it takes the brain's write
+    lock: while it waits for the lock, its transaction has written to postings and to no
+    other table; a write that times out leaves its vectors (kept for the retry, as vectors are
+    never removed) and nothing else; the retry writes it whole."""
+    import threading
+
     from nexusbrain.config import StorageConfig
     from nexusbrain.errors import Busy
     from nexusbrain.records import VectorBatch
 
     schema = fresh_schema()
-    backend = storage.open(postgres.url(schema), config=StorageConfig(busy_timeout_ms=300))
+    backend = storage.open(postgres.url(schema), config=StorageConfig(busy_timeout_ms=3_000))
     opened.append(backend)
     vectors = VectorBatch("m", 2, {"h-1": bytes(8), "h-2": bytes(8)})
     items = [
@@ -332,11 +335,38 @@ def test_a_batch_does_its_lock_free_work_before_it_waits_for_the_write_lock(
         (draft("b.md", text="lockfree beta"), [chunk("lockfree beta", text_hash="h-2")]),
     ]
     key = f"nexusbrain:{schema}:write"
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            backend.documents.write_documents(items, NOW, vectors)
+        except BaseException as exc:
+            failed.append(exc)
+
     with postgres.connect() as holder:
         holder.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
-        with pytest.raises(Busy):
-            backend.documents.write_documents(items, NOW, vectors)
+        writer = threading.Thread(target=write)
+        writer.start()
+        waiting: list[tuple[str, ...]] = []
+        deadline = time.monotonic() + 2.5
+        while not waiting and time.monotonic() < deadline:
+            waiting = holder.execute(
+                "SELECT w.pid FROM pg_locks w WHERE w.locktype = 'advisory' AND NOT w.granted"
+            ).fetchall()
+            time.sleep(0.01)
+        assert waiting, "the write never waited for the lock"
+        written = {  # the tables its transaction has written to (the pid of the waiter)
+            str(r[0])
+            for r in holder.execute(
+                "SELECT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+                " WHERE l.pid = %s AND l.mode = 'RowExclusiveLock' AND c.relkind = 'r'",
+                (waiting[0][0],),
+            ).fetchall()
+        }
+        assert written == {"postings"}
+        writer.join(timeout=10)
         holder.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+    assert len(failed) == 1 and isinstance(failed[0], Busy)
     with postgres.connect() as conn:
         counts = [
             int(conn.execute(f"SELECT count(*) FROM {schema}.{table}").fetchone()[0])
@@ -348,4 +378,52 @@ def test_a_batch_does_its_lock_free_work_before_it_waits_for_the_write_lock(
     found = backend.lexical.search(["lockfree"], 10, SearchFilters()).scored
     assert len(found) == 2
     with postgres.connect() as conn:
+        database_checks(conn, schema)
+
+
+def test_postings_stored_before_the_lock_are_taken_back_when_the_plan_changes_under_it(
+    postgres: Server, opened: list[Backend]
+) -> None:
+    """Two writers of the same documents both store their postings while a third holds the
+    lock; the second to take it finds them written, so its postings go: none is left twice."""
+    import threading
+
+    from nexusbrain.records import WriteStatus
+
+    schema = fresh_schema()
+    backend = open_url(opened, postgres.url(schema))
+    items = [
+        (draft("a.md", text="twice alpha"), [chunk("twice alpha")]),
+        (draft("b.md", text="twice beta"), [chunk("twice beta")]),
+    ]
+    key = f"nexusbrain:{schema}:write"
+    statuses: list[list[WriteStatus]] = []
+
+    def write() -> None:
+        statuses.append([r.status for r in backend.documents.write_documents(items, NOW)])
+
+    with postgres.connect() as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+        writers = [threading.Thread(target=write) for _ in range(2)]
+        for writer in writers:
+            writer.start()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            row = holder.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            ).fetchone()
+            if row is not None and row[0] == 2:
+                break
+            time.sleep(0.01)
+        holder.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+        for writer in writers:
+            writer.join(timeout=10)
+    created, again = WriteStatus.CREATED, WriteStatus.DUPLICATE
+    assert sorted(statuses) == sorted([[created, created], [again, again]])
+    with postgres.connect() as conn:
+        row = conn.execute(
+            f"SELECT count(DISTINCT segment), count(*), count(DISTINCT term),"
+            f" bool_or(term = 'twice') FROM {schema}.postings"
+        ).fetchone()
+        assert row == (1, row[2], row[2], True)
         database_checks(conn, schema)

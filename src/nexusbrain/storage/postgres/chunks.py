@@ -95,22 +95,39 @@ class ChangeLog:
         self.chunks = self.tokens = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Staged:
     """Chunks' postings, made before the write lock is taken: each chunk's pid (handed out
-    by a sequence, which needs no lock) and length in tokens, and the COPY stream of their
-    segment."""
+    by a sequence, which needs no lock) and length in tokens, and their segment (its number
+    from a sequence too) as a COPY stream, or already stored in the write's transaction."""
 
     pids: list[int]
     lengths: list[int]
+    segment: int
     payload: bytes | None  # None: no chunk holds a token
+    stored: bool = False
+
+    def store(self, conn: psycopg.Connection[Any]) -> None:
+        """Insert the segment, in the write's transaction. No writer but this one holds its
+        number, and a reader sees a posting only once its chunk is live, so this needs no
+        lock; an insert of many rows is most of what a write does in PostgreSQL."""
+        if self.payload is not None and not self.stored:
+            with conn.cursor() as cursor, cursor.copy(POSTINGS_COPY) as copy:
+                copy.write(self.payload)
+        self.stored = True
+
+    def drop(self, conn: psycopg.Connection[Any]) -> None:
+        """Take a stored segment back out (its chunks are not written after all)."""
+        if self.stored and self.payload is not None:
+            conn.execute("DELETE FROM postings WHERE segment = %s", (self.segment,))
+        self.stored = False
 
 
 def stage_chunks(conn: psycopg.Connection[Any], columns: Sequence[tuple[str, str, str]]) -> Staged:
     """Analyse chunks (text, heading path, context, in the order they will be inserted) into
     one postings segment."""
     if not columns:
-        return Staged([], [], None)
+        return Staged([], [], 0, None)
     numbers = conn.execute(
         "SELECT nextval('chunk_pids'), CASE WHEN n = 1 THEN nextval('postings_segments') END"
         " FROM generate_series(1, %s) AS n",
@@ -122,8 +139,8 @@ def stage_chunks(conn: psycopg.Connection[Any], columns: Sequence[tuple[str, str
         segment.add(pid, text, heading, context)
         for pid, (text, heading, context) in zip(pids, columns, strict=True)
     ]
-    payload = segment.copy_payload(int(numbers[0][1])) if segment else None
-    return Staged(pids, lengths, payload)
+    number = int(numbers[0][1])
+    return Staged(pids, lengths, number, segment.copy_payload(number) if segment else None)
 
 
 def draft_columns(c: ChunkDraft) -> tuple[str, str, str]:
@@ -137,8 +154,8 @@ def insert_chunks(
     log: ChangeLog,
     staged: Staged | None = None,
 ) -> None:
-    """Insert chunk rows with their postings (`staged` for these rows, in order, or made
-    here): one COPY for the chunks, one for the postings."""
+    """Insert chunk rows with their postings (`staged` for these rows, in order, perhaps
+    stored already, or made here): one COPY for the chunks, one for the postings."""
     if not rows:
         return
     if staged is None:
@@ -175,9 +192,7 @@ def insert_chunks(
                 )
             )
             log.added(chunk_id, pid, length)
-    if staged.payload is not None:
-        with conn.cursor() as cursor, cursor.copy(POSTINGS_COPY) as copy:
-            copy.write(staged.payload)
+    staged.store(conn)
 
 
 def delete_chunks(conn: psycopg.Connection[Any], document_id: int, log: ChangeLog) -> None:

@@ -181,9 +181,10 @@ class Database:
         without an error; on any error nothing is changed. A write inside a write joins it.
 
         With `deferred`, the connection comes with no transaction yet, so that work needing
-        no lock (what a write computes from its input, a sequence's next values) is done
-        before the lock is taken: `begin(conn)` then begins it, and a write inside a write
-        begins it too."""
+        no lock (what a write computes from its input, a sequence's next values, rows no other
+        writer can touch) is done before the lock is taken: `begin(conn)` then takes it (and
+        `begin(conn, lock=False)` begins the transaction alone), and a write inside a write
+        takes it too."""
         if self.in_write():
             bound = self.bound()
             assert bound is not None
@@ -191,7 +192,8 @@ class Database:
             yield bound
             return
         with self.errors(what), self.connection() as conn:
-            self._local.conn, self._local.writing, self._local.begun = conn, True, False
+            self._local.conn, self._local.writing = conn, True
+            self._local.begun = self._local.locked = False
             try:
                 if not deferred:
                     self.begin(conn)
@@ -202,19 +204,26 @@ class Database:
                 _rollback(conn)
                 raise
             finally:
-                self._local.conn, self._local.writing, self._local.begun = None, False, False
+                self._local.conn, self._local.writing = None, False
+                self._local.begun = self._local.locked = False
 
-    def begin(self, conn: psycopg.Connection[Any]) -> None:
-        """Begin this thread's write transaction and take the brain's write lock, unless it
-        has begun."""
-        if getattr(self._local, "begun", False):
+    def begin(self, conn: psycopg.Connection[Any], *, lock: bool = True) -> None:
+        """Begin this thread's write transaction unless it has begun, and take the brain's
+        write lock (with `lock`) unless it is held."""
+        begun = getattr(self._local, "begun", False)
+        if begun and (not lock or getattr(self._local, "locked", False)):
             return
         timeout = f"{int(self.config.busy_timeout_ms)}ms"
         with conn.pipeline():
-            conn.execute("BEGIN")
-            conn.execute("SELECT set_config('lock_timeout', %s, true)", (timeout,))
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self.write_key,))
+            if not begun:
+                conn.execute("BEGIN")
+                conn.execute("SELECT set_config('lock_timeout', %s, true)", (timeout,))
+            if lock:
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self.write_key,)
+                )
         self._local.begun = True
+        self._local.locked = lock
 
     @contextmanager
     def snapshot(self, what: str = "database read failed") -> Iterator[psycopg.Connection[Any]]:

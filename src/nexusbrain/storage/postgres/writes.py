@@ -71,7 +71,7 @@ class PostgresWork:
     written what it kept for the end (the chunk change log, the notes whose edges were
     synced)."""
 
-    def __init__(self, conn: Conn, begin: Callable[[Conn], None]) -> None:
+    def __init__(self, conn: Conn, begin: Callable[..., None]) -> None:
         self._raw = conn
         self._begin = begin
         self.log = ChangeLog()
@@ -112,13 +112,19 @@ class PostgresWork:
             # Before the lock, so that other writers' batches are not held up by this work:
             # the vectors in a transaction of their own (stored once per text hash, never
             # removed, so one that outlives a failed write is only kept for the next), and
-            # the postings, whose pids and segment come from sequences.
+            # the postings of the documents that look new or changed, whose pids and segment
+            # come from sequences, made and stored in the write's transaction. Under the
+            # lock, the plan is made again; one that differs makes the postings again.
             if vectors is not None:
                 with self._raw.transaction():
                     put_vectors(self._raw, vectors)
                 vectors = None
             if not one_by_one:
-                staged = stage_chunks(self._raw, [draft_columns(c) for _, cs in items for c in cs])
+                written = _written(_plan(self._raw, items))
+                chunks = [draft_columns(c) for p in written for c in p.chunks]
+                staged = ([p.draft.uri for p in written], stage_chunks(self._raw, chunks))
+                self._begin(self._raw, lock=False)
+                staged[1].store(self._raw)
         if vectors is not None:
             put_vectors(self.conn, vectors)
         if one_by_one:
@@ -126,34 +132,24 @@ class PostgresWork:
         return self._write_batch(items, now, staged)
 
     def _write_batch(
-        self, items: DocumentItems, now: datetime, staged: Staged | None = None
+        self, items: DocumentItems, now: datetime, staged: tuple[list[str], Staged] | None = None
     ) -> list[WriteResult]:
-        """Write the documents; `staged` holds the postings of all their chunks, in order
-        (used when every document is written, since a duplicate's chunks are not)."""
-        held = {
-            row[0]: (int(row[1]), row[2], row[3])
-            for row in self.conn.execute(
-                "SELECT uri, id, revision, deleted_at FROM documents WHERE uri = ANY(%s)",
-                ([draft.uri for draft, _ in items],),
-            ).fetchall()
-        }
-        plan = []
-        for draft, chunks in items:
-            found = held.get(draft.uri)
-            if found is None:
-                plan.append(_Planned(draft, chunks, WriteStatus.CREATED))
-            elif found[1] == draft.revision and found[2] is None:
-                plan.append(_Planned(draft, chunks, WriteStatus.DUPLICATE, found[0]))
-            else:
-                plan.append(_Planned(draft, chunks, WriteStatus.UPDATED, found[0]))
+        """Write the documents; `staged` holds the postings of the chunks of the documents
+        it names, in order (used if those are the documents written)."""
+        plan = _plan(self.conn, items)
         self._count_held([p for p in plan if p.status is WriteStatus.DUPLICATE])
         self._create([p for p in plan if p.status is WriteStatus.CREATED], now)
         self._replace([p for p in plan if p.status is WriteStatus.UPDATED], now)
-        written = [p for p in plan if p.status is not WriteStatus.DUPLICATE]
+        written = _written(plan)
         self._revisions([(p.document_id, p.draft, p.status.value) for p in written], now)
         rows = [chunk_row(p.document_id, c) for p in written for c in p.chunks]
-        whole = staged is not None and len(staged.pids) == len(rows)
-        insert_chunks(self.conn, rows, self.log, staged if whole else None)
+        postings = None
+        if staged is not None:
+            if staged[0] == [p.draft.uri for p in written]:
+                postings = staged[1]
+            else:
+                staged[1].drop(self.conn)
+        insert_chunks(self.conn, rows, self.log, postings)
         return [
             WriteResult(
                 p.status,
@@ -278,3 +274,28 @@ def edges_revision(conn: Conn, document_id: int) -> str | None:
         "SELECT revision FROM note_edges WHERE document_id = %s", (document_id,)
     ).fetchone()
     return None if row is None else str(row[0])
+
+
+def _plan(conn: Conn, items: DocumentItems) -> list[_Planned]:
+    """What writing these documents does to each: by the documents held under their uris."""
+    held = {
+        row[0]: (int(row[1]), row[2], row[3])
+        for row in conn.execute(
+            "SELECT uri, id, revision, deleted_at FROM documents WHERE uri = ANY(%s)",
+            ([draft.uri for draft, _ in items],),
+        ).fetchall()
+    }
+    plan = []
+    for draft, chunks in items:
+        found = held.get(draft.uri)
+        if found is None:
+            plan.append(_Planned(draft, chunks, WriteStatus.CREATED))
+        elif found[1] == draft.revision and found[2] is None:
+            plan.append(_Planned(draft, chunks, WriteStatus.DUPLICATE, found[0]))
+        else:
+            plan.append(_Planned(draft, chunks, WriteStatus.UPDATED, found[0]))
+    return plan
+
+
+def _written(plan: list[_Planned]) -> list[_Planned]:
+    return [p for p in plan if p.status is not WriteStatus.DUPLICATE]
