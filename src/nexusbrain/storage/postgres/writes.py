@@ -10,10 +10,10 @@ is written document by document, as its later versions depend on its earlier one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import psycopg
@@ -55,6 +55,12 @@ _REVISIONS = (
 )
 
 
+class _Begin(Protocol):
+    """`Database.begin`: the write transaction, and with `lock` the brain's write lock."""
+
+    def __call__(self, conn: Conn, *, lock: bool = True) -> None: ...
+
+
 @dataclass(slots=True)
 class _Planned:
     draft: DocumentDraft
@@ -71,7 +77,7 @@ class PostgresWork:
     written what it kept for the end (the chunk change log, the notes whose edges were
     synced)."""
 
-    def __init__(self, conn: Conn, begin: Callable[..., None]) -> None:
+    def __init__(self, conn: Conn, begin: _Begin) -> None:
         self._raw = conn
         self._begin = begin
         self.log = ChangeLog()
@@ -121,10 +127,12 @@ class PostgresWork:
                 vectors = None
             if not one_by_one:
                 written = _written(_plan(self._raw, items))
-                chunks = [draft_columns(c) for p in written for c in p.chunks]
-                staged = ([p.draft.uri for p in written], stage_chunks(self._raw, chunks))
+                postings = stage_chunks(
+                    self._raw, [draft_columns(c) for p in written for c in p.chunks]
+                )
                 self._begin(self._raw, lock=False)
-                staged[1].store(self._raw)
+                postings.store(self._raw)
+                staged = ([p.draft.uri for p in written], postings)
         if vectors is not None:
             put_vectors(self.conn, vectors)
         if one_by_one:
@@ -145,10 +153,10 @@ class PostgresWork:
         rows = [chunk_row(p.document_id, c) for p in written for c in p.chunks]
         postings = None
         if staged is not None:
-            if staged[0] == [p.draft.uri for p in written]:
-                postings = staged[1]
-            else:
-                staged[1].drop(self.conn)
+            staged_for, postings = staged
+            if staged_for != [p.draft.uri for p in written]:
+                postings.drop(self.conn)
+                postings = None
         insert_chunks(self.conn, rows, self.log, postings)
         return [
             WriteResult(
