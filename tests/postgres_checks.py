@@ -1,7 +1,8 @@
 """What must hold of a PostgreSQL brain after anything (a killed replica, a restarted server):
 the graph's invariants, postings that agree with the chunks, a change head that agrees with
-the chunk table, and every chunk with its vector or found by the next embedding pass. Read in
-one snapshot, straight from the tables."""
+the chunk table, every chunk with its vector or found by the next embedding pass, and, where
+an HNSW index is built, every vector of its model in it. Read in one snapshot, straight from
+the tables."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def database_checks(conn: Any, schema: str) -> None:
         graph_checks(conn)
         postings_checks(conn)
         head_checks(conn)
+        dense_checks(conn)
     finally:
         conn.execute("ROLLBACK")
 
@@ -75,3 +77,15 @@ def head_checks(conn: Any) -> None:
     logged = {c for c, alive in state.items() if alive}
     present = {row[0] for row in conn.execute("SELECT id FROM chunks").fetchall()}
     assert logged == present, "the change log's live chunks are the chunk table's"
+
+
+def dense_checks(conn: Any) -> None:
+    """Once a model has a frozen centre (an HNSW index), each of its vectors has its centred
+    form, the one the index holds, around that centre."""
+    if not conn.execute("SELECT to_regclass('dense_centres') IS NOT NULL").fetchone()[0]:
+        return
+    uncentred = conn.execute(
+        "SELECT count(*) FROM vectors v JOIN dense_centres d ON d.model = v.model"
+        " WHERE v.centred IS NULL"
+    ).fetchone()[0]
+    assert uncentred == 0, "a vector stored after the build without its centred form"

@@ -48,6 +48,7 @@ from nexusbrain.retrieval.tokens import fit_budget, fit_in_order
 from nexusbrain.retrieval.vectors import VectorWriter
 from nexusbrain.storage import open as open_backend
 from nexusbrain.storage.base import Backend, DenseIndex, DocumentItems, UnitOfWork
+from nexusbrain.storage.vector_index import VectorIndex
 
 # What only writes, the graph, explain and stats use is imported where it is used: a search
 # in a fresh process (the command line without a server) then loads none of it.
@@ -320,6 +321,36 @@ class Brain:
         this database starts without reading every vector (after ingest, before serving)."""
         if self._index is not None:
             self._index.refresh()
+
+    def dense_index_status(self) -> dict[str, Any]:
+        """Which dense index this brain's model has in the database, if any, and what this
+        process searches with (`searching`: set when it opened)."""
+        embedder = self._require_embedder()
+        value = self._backend.dense_status(embedder.model_id)
+        return {**value, "searching": _index_kind(self._index)}
+
+    def build_dense_index(
+        self, *, m: int, ef_construction: int, progress: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
+        """Build (or build again) the database-side ANN index of this brain's model
+        (PostgreSQL: pgvector HNSW). Replicas opened after it use it."""
+        embedder = self._require_embedder()
+        return self._backend.build_dense(
+            embedder.model_id,
+            embedder.dim,
+            centre=centred(self.settings.embedder),
+            m=m,
+            ef_construction=ef_construction,
+            progress=progress,
+        )
+
+    def drop_dense_index(self) -> dict[str, Any]:
+        return self._backend.drop_dense(self._require_embedder().model_id)
+
+    def _require_embedder(self) -> Embedder:
+        if self._embedder is None:
+            raise InvalidInput("this brain's profile has no embedding model, so no dense index")
+        return self._embedder
 
     def _checked_text(self, text: str, field: str) -> str:
         from nexusbrain.ingest.documents import decode_utf8
@@ -706,6 +737,12 @@ class Brain:
             stats = self._store.stats()
             total = stats.documents + stats.retired_documents + stats.chunks
             return other.import_records(_counted(self.export(), total, progress), progress)
+
+
+def _index_kind(index: DenseIndex | None) -> str:
+    if index is None:
+        return "none"
+    return "in-process" if isinstance(index, VectorIndex) else "pgvector-hnsw"
 
 
 def _dense_index(backend: Backend, embedder: Embedder, settings: Settings) -> DenseIndex:

@@ -46,6 +46,11 @@ CAPTURE_MAX_ROWS = 100_000
 POSTINGS_CACHE_MB = 32
 DEFAULT_RATE = 50.0
 DEFAULT_BURST = 100
+# pgvector HNSW, for a PostgreSQL brain that has one (`dense-index build`; docs/tuning.md):
+# m 32 doubled the build time for the recall that a larger ef_search gives at m 16
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 128
+HNSW_EF_SEARCH = 200  # candidates a search reads from the index and rescores
 
 
 def pin_blas_threads() -> None:

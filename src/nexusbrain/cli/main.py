@@ -26,6 +26,7 @@ from nexusbrain import __version__
 from nexusbrain.cli import render
 from nexusbrain.cli.answers import Answers, Filters
 from nexusbrain.cli.graph import graph
+from nexusbrain.config import HNSW_EF_CONSTRUCTION, HNSW_M
 from nexusbrain.errors import BrainError, InvalidInput, NotFound
 
 if TYPE_CHECKING:
@@ -664,6 +665,84 @@ def mcp(ctx: click.Context, log_level: str) -> None:
         brain = brain_of(ctx, create=True)
         brain.embed_missing(wait=False)  # as `serve` does: after a model change or an import
     serve_stdio(brain)
+
+
+@cli.group("dense-index")
+def dense_index() -> None:
+    """The dense index in the database (PostgreSQL: pgvector HNSW), for brains past what every
+    replica should hold in memory. Without one, each process keeps the vectors itself."""
+
+
+def _dense_line(value: dict[str, Any]) -> str:
+    if not value["built"]:
+        return f"{value['model']}: no database-side index (each process searches its own)"
+    return (
+        f"{value['model']}: pgvector HNSW over {value['rows_at_build']:,} rows"
+        f" (m {value['m']}, ef_construction {value['ef_construction']}),"
+        f" {value['index_bytes'] / 2**20:,.1f} MB, built {value['built_at']}"
+    )
+
+
+@dense_index.command("status")
+@json_option
+@click.pass_context
+def dense_status(ctx: click.Context, as_json: bool) -> None:
+    """Whether the brain's model has an HNSW index, and what this process searches with.
+
+    \b
+    Example:
+      nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index status
+    """
+    value = brain_of(ctx).dense_index_status()
+    if as_json:
+        emit(value)
+    else:
+        click.echo(_dense_line(value))
+
+
+@dense_index.command("build")
+@click.option("--m", "m", type=int, default=HNSW_M, show_default=True, help="HNSW graph degree.")
+@click.option(
+    "--ef-construction",
+    type=int,
+    default=HNSW_EF_CONSTRUCTION,
+    show_default=True,
+    help="Candidates per insert while building.",
+)
+@json_option
+@click.pass_context
+def dense_build(ctx: click.Context, m: int, ef_construction: int, as_json: bool) -> None:
+    """Build (or build again, around the centre of now) the HNSW index of the brain's model.
+    Writes and searches go on meanwhile; replicas started after it search with it.
+
+    \b
+    Example:
+      nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index build
+    """
+    started = time.perf_counter()
+
+    def say(message: str) -> None:
+        if not as_json:
+            click.echo(message, err=True)
+
+    value = brain_of(ctx).build_dense_index(m=m, ef_construction=ef_construction, progress=say)
+    value["seconds"] = round(time.perf_counter() - started, 1)
+    if as_json:
+        emit(value)
+    else:
+        click.echo(_dense_line(value) + f" in {value['seconds']} s")
+
+
+@dense_index.command("drop")
+@json_option
+@click.pass_context
+def dense_drop(ctx: click.Context, as_json: bool) -> None:
+    """Drop the brain's HNSW index: replicas started after it keep the vectors in memory."""
+    value = brain_of(ctx).drop_dense_index()
+    if as_json:
+        emit(value)
+    else:
+        click.echo(_dense_line(value))
 
 
 cli.add_command(graph)

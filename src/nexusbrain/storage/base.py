@@ -7,6 +7,7 @@ brain depend on these, never on an engine; `storage.open(url)` builds one backen
     ├── graph      GraphStore      entities and bitemporal relationships (graph_base.py)
     ├── lexical    LexicalIndex    BM25 over the chunks' text, heading path and context
     ├── dense_index(model, dim)    a DenseIndex over one model's vectors
+    ├── build_dense / drop_dense   a database-side ANN index (PostgreSQL: pgvector HNSW)
     └── unit_of_work()             one transaction for a document write and its note edges
 
 Every write method is one transaction; `unit_of_work` puts several in one.
@@ -14,7 +15,7 @@ Every write method is one transaction; `unit_of_work` puts several in one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -270,6 +271,28 @@ class Backend(Protocol):
     ) -> DenseIndex:
         """The dense index of one embedding model's vectors; `reference` is a point that
         depends on the model alone (embeddings/reference.py), for an index that needs one."""
+        ...
+
+    def dense_status(self, model: str) -> dict[str, Any]:
+        """Which dense index a replica opened now would use for the model, and its state."""
+        ...
+
+    def build_dense(
+        self,
+        model: str,
+        dim: int,
+        *,
+        centre: bool,
+        m: int,
+        ef_construction: int,
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Build (or build again) a database-side ANN index for the model: InvalidInput
+        where the backend keeps its dense index in process only."""
+        ...
+
+    def drop_dense(self, model: str) -> dict[str, Any]:
+        """Drop the model's database-side ANN index (NotFound if there is none)."""
         ...
 
     def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:

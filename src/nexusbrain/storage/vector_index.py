@@ -658,3 +658,10 @@ def _codes(matrix: NDArray[np.floating], center: NDArray[np.float32]) -> NDArray
     if bits.shape[1] < width:
         bits = np.pad(bits, ((0, 0), (0, width - bits.shape[1])))
     return np.ascontiguousarray(bits).view(np.uint64)
+
+
+def centre_of(half: NDArray[np.float16], config: IndexConfig) -> NDArray[np.float32]:
+    """The centre an index of these live rows takes similarities around: for a dense index
+    kept elsewhere (pgvector's), so that it centres as this one would."""
+    space = _Space(config.centre, config.centre_prior, np.zeros(half.shape[1], np.float32))
+    return space.centre_of(_exact_sum(half), len(half))

@@ -5,16 +5,20 @@ with measurements, is docs/design/postgres.md."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import orjson
+from numpy.typing import NDArray
 from psycopg import sql
 
 from nexusbrain.config import LexicalConfig, StorageConfig
 from nexusbrain.errors import NotFound
-from nexusbrain.storage.base import Vector
+from nexusbrain.storage.base import DenseIndex, Vector
+from nexusbrain.storage.postgres import hnsw
 from nexusbrain.storage.postgres.compaction import Compactor
 from nexusbrain.storage.postgres.database import Database, connect, ensure_vector
 from nexusbrain.storage.postgres.graph import PostgresGraphStore
@@ -69,9 +73,45 @@ class PostgresBackend:
 
     def dense_index(
         self, model: str, dim: int, *, centre: bool, reference: Vector | None = None
-    ) -> VectorIndex:
+    ) -> DenseIndex:
+        """pgvector's HNSW index once one is built for the model (`dense-index build`),
+        else the in-process index that every replica keeps."""
+        if hnsw.valid_index(self.db, model, dim):
+            return hnsw.PgvectorIndex(self.db, model, dim)
         config = IndexConfig(centre=centre)
         return VectorIndex(self.store, model, dim, config=config, reference=reference)
+
+    def dense_status(self, model: str) -> dict[str, Any]:
+        return hnsw.status(self.db, model).as_json()
+
+    def build_dense(
+        self,
+        model: str,
+        dim: int,
+        *,
+        centre: bool,
+        m: int,
+        ef_construction: int,
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        def live_rows() -> NDArray[np.float16]:
+            return self.store.load_vectors(model, dim)[2].astype(np.float16)
+
+        config = IndexConfig(centre=centre)
+        built = hnsw.build(
+            self.db,
+            live_rows,
+            model,
+            dim,
+            config,
+            m=m,
+            ef_construction=ef_construction,
+            progress=progress,
+        )
+        return built.as_json()
+
+    def drop_dense(self, model: str) -> dict[str, Any]:
+        return hnsw.drop(self.db, model).as_json()
 
     @contextmanager
     def unit_of_work(self) -> Iterator[PostgresWork]:

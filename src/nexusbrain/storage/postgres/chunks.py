@@ -22,6 +22,7 @@ from nexusbrain.records import (
     VectorBatch,
 )
 from nexusbrain.storage.exchange import HEADING_SEP, chunk_values
+from nexusbrain.storage.postgres.hnsw import centred_rows, writer_centre
 from nexusbrain.storage.postgres.postings import POSTINGS_COPY, Segment, copy_stream
 
 CHUNK_COLUMNS = (
@@ -204,26 +205,39 @@ def delete_chunks(conn: psycopg.Connection[Any], document_id: int, log: ChangeLo
 
 def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch) -> None:
     """Store new vectors as halfvec (what the dense index reads: it keeps float16 rows), once
-    per (model, text hash): one already stored by a concurrent writer is left as it is."""
+    per (model, text hash): one already stored by a concurrent writer is left as it is. Once
+    the model has an HNSW index, each also gets its centred form (hnsw.py)."""
     if not batch.vectors:
         return
     model = batch.model.encode("utf-8")
+    half = np.stack([np.frombuffer(b, np.float32) for b in batch.vectors.values()]).astype(
+        np.float16
+    )
+    centre = writer_centre(conn, batch.model)
+    centred = None if centre is None else centred_rows(half.astype(np.float32), centre)
+    width = 4 + 2 * batch.dim
     parts: list[bytes] = []
-    for text_hash, blob in batch.vectors.items():
-        values = np.frombuffer(blob, np.float32).astype(">f2").tobytes()
+    for row, text_hash in enumerate(batch.vectors):
         digest = text_hash.encode("utf-8")
         parts += (
-            struct.pack(">hi", 4, len(model)),
+            struct.pack(">hi", 5, len(model)),
             model,
             struct.pack(">i", len(digest)),
             digest,
-            struct.pack(">iii", 4, batch.dim, 4 + 2 * batch.dim),
+            struct.pack(">iii", 4, batch.dim, width),
             struct.pack(">hh", batch.dim, 0),
-            values,
+            half[row].astype(">f2").tobytes(),
         )
+        if centred is None:
+            parts.append(struct.pack(">i", -1))
+        else:
+            parts += (
+                struct.pack(">ihh", width, batch.dim, 0),
+                centred[row].astype(">f2").tobytes(),
+            )
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS incoming_vectors (model text, text_hash text,"
-        " dim integer, embedding halfvec) ON COMMIT DELETE ROWS"
+        " dim integer, embedding halfvec, centred halfvec) ON COMMIT DELETE ROWS"
     )
     with (
         conn.cursor() as cursor,
@@ -232,9 +246,9 @@ def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch) -> None:
         copy.write(copy_stream([b"".join(parts)]))
     # in text hash order: writers storing the same vectors at once (one of them before its
     # write lock, another under it) wait for each other's rows in one order, never in a cycle
+    columns = "model, text_hash, dim, embedding" + ("" if centred is None else ", centred")
     conn.execute(
-        "INSERT INTO vectors (model, text_hash, dim, embedding)"
-        " SELECT model, text_hash, dim, embedding FROM incoming_vectors ORDER BY text_hash"
-        " ON CONFLICT DO NOTHING"
+        f"INSERT INTO vectors ({columns}) SELECT {columns} FROM incoming_vectors"
+        " ORDER BY text_hash ON CONFLICT DO NOTHING"
     )
     conn.execute("DELETE FROM incoming_vectors")

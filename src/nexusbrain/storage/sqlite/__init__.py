@@ -4,16 +4,23 @@ with a cache file beside the database."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from nexusbrain.config import LexicalConfig, StorageConfig
+from nexusbrain.errors import InvalidInput
 from nexusbrain.storage.base import Vector
 from nexusbrain.storage.sqlite.graph import SQLiteGraphStore
 from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex
 from nexusbrain.storage.sqlite.store import SQLiteStore, SQLiteWork
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
+
+_IN_PROCESS = (
+    "a database-side dense index (pgvector HNSW) is for PostgreSQL brains: a SQLite brain's"
+    " dense index is in process (exact up to 20,000 vectors, quantized past that)"
+)
 
 
 class SQLiteBackend:
@@ -43,6 +50,24 @@ class SQLiteBackend:
         cache = index_cache_path(self.path, model)
         config = IndexConfig(centre=centre)
         return VectorIndex(self.store, model, dim, cache=cache, config=config, reference=reference)
+
+    def dense_status(self, model: str) -> dict[str, Any]:
+        return {"model": model, "kind": "in-process", "built": False}
+
+    def build_dense(
+        self,
+        model: str,
+        dim: int,
+        *,
+        centre: bool,
+        m: int,
+        ef_construction: int,
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        raise InvalidInput(_IN_PROCESS)
+
+    def drop_dense(self, model: str) -> dict[str, Any]:
+        raise InvalidInput(_IN_PROCESS)
 
     @contextmanager
     def unit_of_work(self) -> Iterator[SQLiteWork]:
