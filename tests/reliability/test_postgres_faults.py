@@ -119,11 +119,17 @@ def _all_there(url: str, acknowledged: list[tuple[str, str]]) -> None:
     edge_checks(records)
 
 
-def replica_kill_trials(postgres: Server, tmp_path: Path, trials: int, seed: int) -> None:
+def replica_kill_trials(
+    postgres: Server, tmp_path: Path, trials: int, seed: int, *, hnsw: bool = False
+) -> None:
     rng = random.Random(seed)
     schema = fresh_schema()
     url = postgres.url(schema)
     acknowledged: list[tuple[str, str]] = []
+    if hnsw:  # the replicas then search pgvector's index, and every writer centres its rows
+        with Brain.open(settings=Settings(db=url, embedder=Profile.HASHING)) as brain:
+            brain.add_memory("a first memory, so that the index has rows to be built over")
+            assert brain.build_dense_index(m=16, ef_construction=64)["built"] is True
     with Replica(url, tmp_path / "survivor.log") as survivor:
         for trial in range(trials):
             doomed = Replica(url, tmp_path / f"doomed-{trial}.log")
@@ -142,6 +148,12 @@ def replica_kill_trials(postgres: Server, tmp_path: Path, trials: int, seed: int
 
 def test_kill_9_of_one_replica_during_ingest(postgres: Server, tmp_path: Path) -> None:
     replica_kill_trials(postgres, tmp_path, trials=2, seed=3)
+
+
+def test_kill_9_of_one_replica_during_ingest_with_an_hnsw_index(
+    postgres: Server, tmp_path: Path
+) -> None:
+    replica_kill_trials(postgres, tmp_path, trials=2, seed=5, hnsw=True)
 
 
 @pytest.mark.slow

@@ -673,13 +673,17 @@ def dense_index() -> None:
     replica should hold in memory. Without one, each process keeps the vectors itself."""
 
 
+def _size(size: int) -> str:
+    return f"{size / 2**20:,.1f} MB" if size >= 2**20 else f"{size / 2**10:,.0f} KB"
+
+
 def _dense_line(value: dict[str, Any]) -> str:
     if not value["built"]:
         return f"{value['model']}: no database-side index (each process searches its own)"
     return (
         f"{value['model']}: pgvector HNSW over {value['rows_at_build']:,} rows"
         f" (m {value['m']}, ef_construction {value['ef_construction']}),"
-        f" {value['index_bytes'] / 2**20:,.1f} MB, built {value['built_at']}"
+        f" {_size(value['index_bytes'])}, built {value['built_at']}"
     )
 
 
