@@ -263,9 +263,10 @@ def test_brain_and_cli_search_alike_before_and_after_the_build(
     runner = CliRunner()
     built = runner.invoke(cli, ["--db", url, "--local", "dense-index", "build", "--json"])
     assert built.exit_code == 0, built.output
-    assert orjson.loads(built.output)["rows_at_build"] == len(NOTES)
+    assert orjson.loads(built.stdout)["rows_at_build"] == len(NOTES)
+    assert "40 vectors centred" in built.stderr  # progress goes to stderr, JSON to stdout
     status = runner.invoke(cli, ["--db", url, "--local", "dense-index", "status", "--json"])
-    value = orjson.loads(status.output)
+    value = orjson.loads(status.stdout)
     assert value["kind"] == "pgvector-hnsw" and value["searching"] == "pgvector-hnsw"
     with Brain.open(settings=settings) as brain:
         after = [[h.chunk_id for h in brain.search(q, k=5)] for q in queries]

@@ -726,8 +726,7 @@ def dense_build(ctx: click.Context, m: int, ef_construction: int, as_json: bool)
     started = time.perf_counter()
 
     def say(message: str) -> None:
-        if not as_json:
-            click.echo(message, err=True)
+        click.echo(f"[{time.perf_counter() - started:6.1f} s] {message}", err=True)
 
     value = brain_of(ctx).build_dense_index(m=m, ef_construction=ef_construction, progress=say)
     value["seconds"] = round(time.perf_counter() - started, 1)

@@ -183,7 +183,7 @@ def build(
                 (model, dim, centre.tolist(), len(half), m, ef_construction),
             )
         # from here on every writer centres its vectors; these are the ones stored before
-        centred = _fill(conn, model, dim, centre, say)
+        centred = _fill(conn, model, dim, say)
         say(f"{centred:,} vectors centred; building the HNSW index")
         conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
         started = time.monotonic()
@@ -206,38 +206,34 @@ def build(
     return status(db, model)
 
 
-def _fill(conn: Conn, model: str, dim: int, centre: NDArray[np.float32], say: Progress) -> int:
-    """Centre every stored vector of the model, FILL_BATCH at a time in text hash order."""
+def _fill(conn: Conn, model: str, dim: int, say: Progress) -> int:
+    """Centre every stored vector of the model around its frozen centre, in PostgreSQL
+    (float32 arithmetic, as a writer centres in numpy), FILL_BATCH at a time in text hash
+    order, each batch its own transaction."""
+    row = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE dim <> %s) FROM vectors WHERE model = %s",
+        (dim, model),
+    ).fetchone()
+    total, other = (int(row[0]), int(row[1])) if row else (0, 0)
+    if other:
+        raise InvalidInput(f"{other:,} stored vectors of {model} do not have {dim} values")
     done, after = 0, ""
-    total_row = conn.execute("SELECT count(*) FROM vectors WHERE model = %s", (model,)).fetchone()
-    total = int(total_row[0]) if total_row else 0
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS centring (text_hash text, centred halfvec)"
-        " ON COMMIT DELETE ROWS"
-    )
     while True:
-        rows = conn.execute(
-            "SELECT text_hash, embedding::text FROM vectors WHERE model = %s AND text_hash > %s"
-            " ORDER BY text_hash LIMIT %s",
-            (model, after, FILL_BATCH),
-        ).fetchall()
-        if not rows:
-            return done
-        matrix = np.array([np.array(r[1][1:-1].split(","), np.float32) for r in rows])
-        if matrix.shape[1] != dim:
-            raise InvalidInput(f"vectors of {matrix.shape[1]} values for {model}, not {dim}")
-        values = centred_rows(matrix, centre)
         with conn.transaction():
-            with conn.cursor().copy("COPY centring (text_hash, centred) FROM STDIN") as copy:
-                for (text_hash, _), row in zip(rows, values, strict=True):
-                    copy.write_row((text_hash, halfvec_text(row)))
-            conn.execute(
-                "UPDATE vectors v SET centred = c.centred FROM centring c"
-                " WHERE v.model = %s AND v.text_hash = c.text_hash",
-                (model,),
-            )
-        done += len(rows)
-        after = rows[-1][0]
+            last = conn.execute(
+                "WITH batch AS (SELECT text_hash FROM vectors WHERE model = %s"
+                " AND text_hash > %s ORDER BY text_hash LIMIT %s),"
+                " moved AS (UPDATE vectors v SET centred = l2_normalize(v.embedding::vector"
+                " - (SELECT centre::vector FROM dense_centres WHERE model = %s))::halfvec"
+                " FROM batch b WHERE v.model = %s AND v.text_hash = b.text_hash"
+                " RETURNING v.text_hash)"
+                " SELECT count(*), max(text_hash) FROM moved",
+                (model, after, FILL_BATCH, model, model),
+            ).fetchone()
+        if last is None or not last[0]:
+            return done
+        done += int(last[0])
+        after = str(last[1])
         say(f"centred {done:,} of {total:,} vectors")
 
 
