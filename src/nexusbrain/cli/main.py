@@ -670,7 +670,13 @@ def mcp(ctx: click.Context, log_level: str) -> None:
 @cli.group("dense-index")
 def dense_index() -> None:
     """The dense index in the database (PostgreSQL: pgvector HNSW), for brains past what every
-    replica should hold in memory. Without one, each process keeps the vectors itself."""
+    replica should hold in memory. Without one, each process keeps the vectors itself.
+
+    \b
+    Example:
+      nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index build
+      nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index status --json
+    """
 
 
 def _size(size: int) -> str:
@@ -740,7 +746,12 @@ def dense_build(ctx: click.Context, m: int, ef_construction: int, as_json: bool)
 @json_option
 @click.pass_context
 def dense_drop(ctx: click.Context, as_json: bool) -> None:
-    """Drop the brain's HNSW index: replicas started after it keep the vectors in memory."""
+    """Drop the brain's HNSW index: replicas started after it keep the vectors in memory.
+
+    \b
+    Example:
+      nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index drop
+    """
     value = brain_of(ctx).drop_dense_index()
     if as_json:
         emit(value)
