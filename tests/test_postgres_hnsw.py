@@ -17,7 +17,7 @@ from nexusbrain import storage
 from nexusbrain.brain import Brain
 from nexusbrain.cli.main import cli
 from nexusbrain.config import Profile, Settings
-from nexusbrain.errors import InvalidInput, NotFound
+from nexusbrain.errors import Busy, InvalidInput, NotFound
 from nexusbrain.records import SearchFilters, VectorBatch
 from nexusbrain.retrieval.vectors import to_blob
 from nexusbrain.storage.base import Backend
@@ -234,6 +234,18 @@ def test_a_build_with_nothing_to_index_or_bad_parameters_says_so(
     sqlite = _open(opened, str(tmp_path / "brain.db"))
     with pytest.raises(InvalidInput, match="PostgreSQL brains"):
         _build(sqlite)
+    _fill(backend, _unit(np.random.default_rng(12), 3))
+    with backend.db.connection() as other:  # type: ignore[attr-defined]
+        key = f"nexusbrain:dense:{MODEL}:build"
+        other.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+        try:
+            with pytest.raises(Busy, match="another dense-index build"):
+                _build(backend)
+        finally:
+            other.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+    backend.db.vector_version = (0, 7, 4)  # type: ignore[attr-defined]
+    with pytest.raises(InvalidInput, match=r"pgvector 0\.7\.4 has no iterative index scans"):
+        _build(backend)
 
 
 TOPICS = ["api keys", "database backups", "oncall rota", "release trains", "incident reviews"]

@@ -684,6 +684,11 @@ def _size(size: int) -> str:
 
 
 def _dense_line(value: dict[str, Any]) -> str:
+    if not value["built"] and value.get("rows_at_build") is not None:
+        return (
+            f"{value['model']}: a dense-index build did not finish (writers still centre their"
+            " vectors for it): run dense-index build again, or dense-index drop"
+        )
     if not value["built"]:
         return f"{value['model']}: no database-side index (each process searches its own)"
     return (

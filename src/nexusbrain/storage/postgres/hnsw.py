@@ -34,7 +34,7 @@ from psycopg import sql
 
 from nexusbrain.config import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M
 from nexusbrain.embeddings.base import normalise_rows
-from nexusbrain.errors import InvalidInput, NotFound
+from nexusbrain.errors import Busy, InvalidInput, NotFound
 from nexusbrain.records import Scored, SearchFilters
 from nexusbrain.storage.postgres import copyout
 from nexusbrain.storage.postgres.database import Database
@@ -47,6 +47,7 @@ Conn = psycopg.Connection[Any]
 Progress = Callable[[str], None]
 
 FILL_BATCH = 20_000  # vectors centred per statement while building
+ITERATIVE_SCANS = (0, 8, 0)
 BUILD_MEMORY = "512MB"  # maintenance_work_mem for the build: the graph fits in it up to ~1M rows
 
 _TABLE = (
@@ -154,55 +155,85 @@ def build(
             "m must be 2 to 100 and ef_construction 4 to 1000, at least twice m"
             f" (got m={m}, ef_construction={ef_construction})"
         )
+    if db.vector_version < ITERATIVE_SCANS:
+        found = ".".join(map(str, db.vector_version))
+        raise InvalidInput(
+            f"pgvector {found} has no iterative index scans, which filtered searches need:"
+            " the HNSW index needs pgvector 0.8 or later (as its owner run: ALTER EXTENSION"
+            " vector UPDATE)"
+        )
     with db.errors("could not build the dense index"), db.connection() as conn:
         name = index_name(model)
-        with conn.transaction():
+        mine = conn.execute(
+            "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (f"{_lock_key(model)}:build",)
+        ).fetchone()
+        if not mine or not mine[0]:
+            raise Busy(f"another dense-index build of {model} is running on this brain")
+        try:
+            return _build(db, conn, load, name, model, dim, config, m, ef_construction, say)
+        finally:
             conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                (f"nexusbrain:{db.url.schema}:migrate",),
+                "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (f"{_lock_key(model)}:build",)
             )
-            conn.execute(_TABLE)
-            conn.execute("ALTER TABLE vectors ADD COLUMN IF NOT EXISTS centred halfvec")
-        if status(db, model).rows is not None:
-            say("dropping the old index: searches scan every row until the new one is built")
-        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
-        half = load()
-        if not len(half):
-            raise InvalidInput(f"no vectors for {model} yet: ingest first, then build")
-        centre = centre_of(half, config)
-        say(f"centre frozen over {len(half):,} live rows")
-        with conn.transaction():
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_lock_key(model),)
+
+
+def _build(
+    db: Database,
+    conn: Conn,
+    load: Callable[[], NDArray[np.float16]],
+    name: str,
+    model: str,
+    dim: int,
+    config: IndexConfig,
+    m: int,
+    ef_construction: int,
+    say: Progress,
+) -> DenseStatus:
+    with conn.transaction():
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            (f"nexusbrain:{db.url.schema}:migrate",),
+        )
+        conn.execute(_TABLE)
+        conn.execute("ALTER TABLE vectors ADD COLUMN IF NOT EXISTS centred halfvec")
+    if status(db, model).rows is not None:
+        say("dropping the old index: searches scan every row until the new one is built")
+    conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+    half = load()
+    if not len(half):
+        raise InvalidInput(f"no vectors for {model} yet: ingest first, then build")
+    centre = centre_of(half, config)
+    say(f"centre frozen over {len(half):,} live rows")
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_lock_key(model),))
+        conn.execute(
+            "INSERT INTO dense_centres (model, dim, centre, rows, m, ef_construction)"
+            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (model) DO UPDATE SET"
+            " dim = excluded.dim, centre = excluded.centre, rows = excluded.rows,"
+            " m = excluded.m, ef_construction = excluded.ef_construction, built_at = now()",
+            (model, dim, centre.tolist(), len(half), m, ef_construction),
+        )
+    # from here on every writer centres its vectors; these are the ones stored before
+    centred = _fill(conn, model, dim, say)
+    say(f"{centred:,} vectors centred; building the HNSW index")
+    conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
+    started = time.monotonic()
+    with _Watch(db, name, say):
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX CONCURRENTLY {} ON vectors USING hnsw"
+                " ((centred::halfvec({})) halfvec_ip_ops) WITH (m = {}, ef_construction = {})"
+                " WHERE model = {}"
+            ).format(
+                sql.Identifier(name),
+                sql.Literal(dim),
+                sql.Literal(m),
+                sql.Literal(ef_construction),
+                sql.Literal(model),
             )
-            conn.execute(
-                "INSERT INTO dense_centres (model, dim, centre, rows, m, ef_construction)"
-                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (model) DO UPDATE SET"
-                " dim = excluded.dim, centre = excluded.centre, rows = excluded.rows,"
-                " m = excluded.m, ef_construction = excluded.ef_construction, built_at = now()",
-                (model, dim, centre.tolist(), len(half), m, ef_construction),
-            )
-        # from here on every writer centres its vectors; these are the ones stored before
-        centred = _fill(conn, model, dim, say)
-        say(f"{centred:,} vectors centred; building the HNSW index")
-        conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
-        started = time.monotonic()
-        with _Watch(db, name, say):
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX CONCURRENTLY {} ON vectors USING hnsw"
-                    " ((centred::halfvec({})) halfvec_ip_ops) WITH (m = {}, ef_construction = {})"
-                    " WHERE model = {}"
-                ).format(
-                    sql.Identifier(name),
-                    sql.Literal(dim),
-                    sql.Literal(m),
-                    sql.Literal(ef_construction),
-                    sql.Literal(model),
-                )
-            )
-        conn.execute("RESET maintenance_work_mem")
-        say(f"index built in {time.monotonic() - started:.1f} s")
+        )
+    conn.execute("RESET maintenance_work_mem")
+    say(f"index built in {time.monotonic() - started:.1f} s")
     return status(db, model)
 
 
