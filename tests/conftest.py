@@ -23,6 +23,7 @@ from nexusbrain.api.server import uvicorn_config
 from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Profile, ServerSettings, Settings
+from nexusbrain.storage.base import Backend
 
 from .pgserver import Server
 
@@ -46,6 +47,15 @@ def postgres() -> Iterator[Server]:
 def postgres_url(postgres: Server) -> str:
     """A brain URL on a fresh schema of the session's server."""
     return postgres.url()
+
+
+@pytest.fixture
+def opened(postgres: Server) -> Iterator[list[Backend]]:
+    """Backends a test opens (pgserver.open_url), closed when it ends."""
+    backends: list[Backend] = []
+    yield backends
+    for backend in backends:
+        backend.close()
 
 
 @pytest.fixture

@@ -79,3 +79,12 @@ class Server:
 
 def fresh_schema() -> str:
     return f"t{_SESSION}_{next(_names)}"
+
+
+def open_url(opened: list[Any], url: str) -> Any:
+    """A backend on `url`, closed by the `opened` fixture at the test's end."""
+    from nexusbrain import storage
+
+    backend = storage.open(url)
+    opened.append(backend)
+    return backend

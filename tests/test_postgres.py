@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -18,25 +17,11 @@ from nexusbrain.storage.base import Backend
 from nexusbrain.storage.sqlite.migrations import LATEST as SQLITE_LATEST
 
 from .backend.conftest import NOW, chunk, draft, write
-from .pgserver import Server, fresh_schema
+from .pgserver import Server, fresh_schema, open_url
 from .postgres_checks import database_checks
 
 psycopg = pytest.importorskip("psycopg")
 pg_errors = pytest.importorskip("psycopg.errors")
-
-
-@pytest.fixture
-def opened(postgres: Server) -> Iterator[list[Backend]]:
-    backends: list[Backend] = []
-    yield backends
-    for backend in backends:
-        backend.close()
-
-
-def open_url(opened: list[Backend], url: str) -> Backend:
-    backend = storage.open(url)
-    opened.append(backend)
-    return backend
 
 
 def test_versions_count_on_sqlite_s_scale() -> None:

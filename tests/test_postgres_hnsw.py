@@ -5,15 +5,14 @@ every writer, built again around a new centre, dropped; and the same through Bra
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
 import pytest
 from click.testing import CliRunner
 
-from nexusbrain import storage
 from nexusbrain.brain import Brain
 from nexusbrain.cli.main import cli
 from nexusbrain.config import Profile, Settings
@@ -24,7 +23,7 @@ from nexusbrain.storage.base import Backend
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 from .backend.conftest import NOW, chunk, draft, write
-from .pgserver import Server
+from .pgserver import Server, open_url
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -34,20 +33,6 @@ MODEL, DIM = "test-model", 16
 @pytest.fixture
 def url(postgres: Server) -> str:
     return postgres.url()
-
-
-@pytest.fixture
-def opened() -> Iterator[list[Backend]]:
-    backends: list[Backend] = []
-    yield backends
-    for backend in backends:
-        backend.close()
-
-
-def _open(opened: list[Backend], url: str) -> Backend:
-    backend = storage.open(url)
-    opened.append(backend)
-    return backend
 
 
 def _unit(rng: np.random.Generator, n: int, shift: float = 0.8) -> np.ndarray:
@@ -100,12 +85,12 @@ def test_once_built_a_replica_searches_the_hnsw_index_and_finds_what_exact_searc
     url: str, opened: list[Backend]
 ) -> None:
     rng = np.random.default_rng(7)
-    writer = _open(opened, url)
+    writer = open_url(opened, url)
     _fill(writer, _unit(rng, 300))
     assert type(writer.dense_index(MODEL, DIM, centre=True)).__name__ == "VectorIndex"
     built = _build(writer)
     assert built["built"] is True and built["rows_at_build"] == 300
-    replica = _open(opened, url)
+    replica = open_url(opened, url)
     index = replica.dense_index(MODEL, DIM, centre=True)
     assert type(index).__name__ == "PgvectorIndex"
     exact = _exact(writer)
@@ -123,10 +108,10 @@ def test_writes_after_the_build_are_centred_and_searched_and_retired_ones_are_no
     url: str, opened: list[Backend]
 ) -> None:
     rng = np.random.default_rng(8)
-    writer = _open(opened, url)
+    writer = open_url(opened, url)
     _fill(writer, _unit(rng, 100))
     _build(writer)
-    index = _open(opened, url).dense_index(MODEL, DIM, centre=True)
+    index = open_url(opened, url).dense_index(MODEL, DIM, centre=True)
     new = _unit(rng, 1)[0]
     result = write(
         writer,
@@ -143,8 +128,26 @@ def test_writes_after_the_build_are_centred_and_searched_and_retired_ones_are_no
     assert chunk_id not in [s.chunk_id for s in index.search(index.centre(new), 10)]
 
 
+def _planned_on_the_index(monkeypatch: pytest.MonkeyPatch, *, iterative: bool = True) -> None:
+    """Make PostgreSQL use the HNSW index, as it does on a large table (on a few hundred rows
+    it scans the table and sorts, which is exact); `iterative=False` takes away the
+    iterative scans that search asks for, to show what they do."""
+    from nexusbrain.storage.postgres.hnsw import PgvectorIndex
+
+    original = PgvectorIndex._rows
+
+    def planned(self: Any, query: str, params: Any, settings: Any = None) -> Any:
+        if settings is not None:
+            settings = {**settings, "enable_seqscan": "off", "enable_sort": "off"}
+            if not iterative:
+                del settings["hnsw.iterative_scan"]
+        return original(self, query, params, settings)
+
+    monkeypatch.setattr(PgvectorIndex, "_rows", planned)
+
+
 def test_a_filter_that_keeps_few_rows_still_gets_k_hits_through_iterative_scans(
-    url: str, opened: list[Backend]
+    url: str, opened: list[Backend], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from nexusbrain.storage.postgres.hnsw import PgvectorIndex
 
@@ -155,15 +158,19 @@ def test_a_filter_that_keeps_few_rows_still_gets_k_hits_through_iterative_scans(
     query = (raw - centre) / np.linalg.norm(raw - centre)
     rank = np.argsort(-(centred @ query))
     far = set(rank[60:80].tolist())  # well behind the nearest 10, and still similar
-    backend = _open(opened, url)
+    backend = open_url(opened, url)
     ids = [
         _fill(backend, rows[n : n + 1], start=n, domain="rare" if n in far else "notes")[0]
         for n in range(len(rows))
     ]
     _build(backend)
-    # 10 candidates alone would hold none of the "rare" rows: the scan must go on past them
+    # 10 candidates alone hold none of the "rare" rows: the scan must go on past them
     index = PgvectorIndex(backend.db, MODEL, DIM, ef_search=10)  # type: ignore[attr-defined]
     rare = SearchFilters(domain="rare")
+    _planned_on_the_index(monkeypatch, iterative=False)
+    assert len(index.search(index.centre(raw), 10, rare)) < 10
+    monkeypatch.undo()
+    _planned_on_the_index(monkeypatch)
     hits = index.search(index.centre(raw), 10, rare)
     assert {h.chunk_id for h in hits} <= {ids[n] for n in far}
     exact = _exact(backend)
@@ -177,9 +184,9 @@ def test_vectors_written_while_the_index_is_built_all_get_their_centred_form(
     url: str, opened: list[Backend]
 ) -> None:
     rng = np.random.default_rng(10)
-    writer = _open(opened, url)
+    writer = open_url(opened, url)
     _fill(writer, _unit(rng, 200))
-    other = _open(opened, url)
+    other = open_url(opened, url)
     stop, written = threading.Event(), []
 
     def stream() -> None:
@@ -203,21 +210,23 @@ def test_a_second_build_centres_around_the_rows_of_then_and_drop_takes_it_away(
     url: str, opened: list[Backend]
 ) -> None:
     rng = np.random.default_rng(11)
-    backend = _open(opened, url)
+    backend = open_url(opened, url)
     _fill(backend, _unit(rng, 100))
     first = _build(backend)
     _fill(backend, -_unit(rng, 100, shift=2.0), start=100)  # the centre moves a long way
     second = _build(backend, m=8, ef_construction=32)
     assert second["rows_at_build"] == 200 and second["m"] == 8
     assert second["built_at"] != first["built_at"]
-    index = _open(opened, url).dense_index(MODEL, DIM, centre=True)
+    index = open_url(opened, url).dense_index(MODEL, DIM, centre=True)
     exact = _exact(backend)
     raw = _unit(rng, 1)[0]
     want = exact.search(exact.centre(raw), 5)
     assert [s.chunk_id for s in index.search(index.centre(raw), 5)] == [s.chunk_id for s in want]
     dropped = backend.drop_dense(MODEL)
     assert dropped["built"] is False and dropped["kind"] == "in-process"
-    assert type(_open(opened, url).dense_index(MODEL, DIM, centre=True)).__name__ == "VectorIndex"
+    assert (
+        type(open_url(opened, url).dense_index(MODEL, DIM, centre=True)).__name__ == "VectorIndex"
+    )
     assert _centred_nulls(backend) == 200
     with pytest.raises(NotFound):
         backend.drop_dense(MODEL)
@@ -226,12 +235,12 @@ def test_a_second_build_centres_around_the_rows_of_then_and_drop_takes_it_away(
 def test_a_build_with_nothing_to_index_or_bad_parameters_says_so(
     url: str, opened: list[Backend], tmp_path: Path
 ) -> None:
-    backend = _open(opened, url)
+    backend = open_url(opened, url)
     with pytest.raises(InvalidInput, match="no vectors"):
         _build(backend)
     with pytest.raises(InvalidInput, match="ef_construction"):
         _build(backend, m=16, ef_construction=8)
-    sqlite = _open(opened, str(tmp_path / "brain.db"))
+    sqlite = open_url(opened, str(tmp_path / "brain.db"))
     with pytest.raises(InvalidInput, match="PostgreSQL brains"):
         _build(sqlite)
     _fill(backend, _unit(np.random.default_rng(12), 3))
