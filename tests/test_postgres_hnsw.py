@@ -56,13 +56,15 @@ def _fill(backend: Backend, rows: np.ndarray, start: int = 0, domain: str = "not
     return ids
 
 
-def _build(backend: Backend, **options: int) -> dict[str, object]:
+def _build(backend: Backend, **options: Any) -> dict[str, object]:
     return backend.build_dense(
         MODEL,
         DIM,
         centre=True,
         m=options.get("m", 16),
         ef_construction=options.get("ef_construction", 64),
+        memory=str(options.get("memory", "64MB")),
+        progress=options.get("progress"),  # type: ignore[arg-type]
     )
 
 
@@ -240,6 +242,8 @@ def test_a_build_with_nothing_to_index_or_bad_parameters_says_so(
         _build(backend)
     with pytest.raises(InvalidInput, match="ef_construction"):
         _build(backend, m=16, ef_construction=8)
+    with pytest.raises(InvalidInput, match="such as 512MB"):
+        _build(backend, memory="512MB; DROP TABLE vectors")
     sqlite = open_url(opened, str(tmp_path / "brain.db"))
     with pytest.raises(InvalidInput, match="PostgreSQL brains"):
         _build(sqlite)
@@ -260,6 +264,19 @@ def test_a_build_with_nothing_to_index_or_bad_parameters_says_so(
 TOPICS = ["api keys", "database backups", "oncall rota", "release trains", "incident reviews"]
 WHEN = ["monthly", "nightly", "on mondays", "every second thursday", "within a week"]
 WHO = ["the platform team", "the data team", "whoever is on call", "release managers", "sre"]
+
+
+def test_a_build_whose_graph_outgrows_its_memory_says_so_and_still_builds(
+    url: str, opened: list[Backend]
+) -> None:
+    backend = open_url(opened, url)
+    _fill(backend, _unit(np.random.default_rng(13), 2000))
+    said: list[str] = []
+    built = _build(backend, memory="1MB", progress=said.append)
+    assert built["built"] is True
+    assert any("PostgreSQL: hnsw graph no longer fits into maintenance_work_mem" in m for m in said)
+
+
 NOTES = {
     f"n{i}.md": f"# {TOPICS[i % 5]} {i}\n\n{TOPICS[i % 5]} are handled {WHEN[(i // 5) % 5]}"
     f" by {WHO[(i * 3) % 5]}; see page {i}.\n"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nexusbrain import __version__
 from nexusbrain.clock import Clock, utc_now
-from nexusbrain.config import Profile, Settings
+from nexusbrain.config import HNSW_BUILD_MEMORY, Profile, Settings
 from nexusbrain.embeddings import Embedder, load_embedder
 from nexusbrain.embeddings.profiles import centred, embeds_in_background
 from nexusbrain.embeddings.reference import reference_vector
@@ -330,7 +330,12 @@ class Brain:
         return {**value, "searching": _index_kind(self._index)}
 
     def build_dense_index(
-        self, *, m: int, ef_construction: int, progress: Callable[[str], None] | None = None
+        self,
+        *,
+        m: int,
+        ef_construction: int,
+        memory: str = HNSW_BUILD_MEMORY,
+        progress: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         """Build (or build again) the database-side ANN index of this brain's model
         (PostgreSQL: pgvector HNSW). Replicas opened after it use it."""
@@ -341,6 +346,7 @@ class Brain:
             centre=centred(self.settings.embedder),
             m=m,
             ef_construction=ef_construction,
+            memory=memory,
             progress=progress,
         )
 

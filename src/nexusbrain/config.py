@@ -51,6 +51,9 @@ DEFAULT_BURST = 100
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 128
 HNSW_EF_SEARCH = 200  # candidates a search reads from the index and rescores
+# maintenance_work_mem for a build: while the graph fits in it the build stays in memory;
+# past that PostgreSQL says so (passed on as progress) and goes on much more slowly
+HNSW_BUILD_MEMORY = "512MB"
 
 
 def pin_blas_threads() -> None:

@@ -26,7 +26,7 @@ from nexusbrain import __version__
 from nexusbrain.cli import render
 from nexusbrain.cli.answers import Answers, Filters
 from nexusbrain.cli.graph import graph
-from nexusbrain.config import HNSW_EF_CONSTRUCTION, HNSW_M
+from nexusbrain.config import HNSW_BUILD_MEMORY, HNSW_EF_CONSTRUCTION, HNSW_M
 from nexusbrain.errors import BrainError, InvalidInput, NotFound
 
 if TYPE_CHECKING:
@@ -724,9 +724,18 @@ def dense_status(ctx: click.Context, as_json: bool) -> None:
     show_default=True,
     help="Candidates per insert while building.",
 )
+@click.option(
+    "--memory",
+    default=HNSW_BUILD_MEMORY,
+    show_default=True,
+    help="PostgreSQL's maintenance_work_mem for the build, which is much faster while the"
+    " graph fits in it (PostgreSQL says when it no longer does).",
+)
 @json_option
 @click.pass_context
-def dense_build(ctx: click.Context, m: int, ef_construction: int, as_json: bool) -> None:
+def dense_build(
+    ctx: click.Context, m: int, ef_construction: int, memory: str, as_json: bool
+) -> None:
     """Build (or build again, around the centre of now) the HNSW index of the brain's model.
     Writes and searches go on meanwhile; replicas started after it search with it.
 
@@ -739,7 +748,9 @@ def dense_build(ctx: click.Context, m: int, ef_construction: int, as_json: bool)
     def say(message: str) -> None:
         click.echo(f"[{time.perf_counter() - started:6.1f} s] {message}", err=True)
 
-    value = brain_of(ctx).build_dense_index(m=m, ef_construction=ef_construction, progress=say)
+    value = brain_of(ctx).build_dense_index(
+        m=m, ef_construction=ef_construction, memory=memory, progress=say
+    )
     value["seconds"] = round(time.perf_counter() - started, 1)
     if as_json:
         emit(value)

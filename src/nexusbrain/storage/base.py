@@ -285,10 +285,12 @@ class Backend(Protocol):
         centre: bool,
         m: int,
         ef_construction: int,
+        memory: str,
         progress: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
-        """Build (or build again) a database-side ANN index for the model: InvalidInput
-        where the backend keeps its dense index in process only."""
+        """Build (or build again) a database-side ANN index for the model, with `memory`
+        for the build (e.g. 512MB): InvalidInput where the backend keeps its dense index in
+        process only."""
         ...
 
     def drop_dense(self, model: str) -> dict[str, Any]:

@@ -92,6 +92,7 @@ class PostgresBackend:
         centre: bool,
         m: int,
         ef_construction: int,
+        memory: str,
         progress: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         def live_rows() -> NDArray[np.float16]:
@@ -106,6 +107,7 @@ class PostgresBackend:
             config,
             m=m,
             ef_construction=ef_construction,
+            memory=memory,
             progress=progress,
         )
         return built.as_json()

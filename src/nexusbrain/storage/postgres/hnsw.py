@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +33,12 @@ import psycopg
 from numpy.typing import NDArray
 from psycopg import sql
 
-from nexusbrain.config import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M
+from nexusbrain.config import (
+    HNSW_BUILD_MEMORY,
+    HNSW_EF_CONSTRUCTION,
+    HNSW_EF_SEARCH,
+    HNSW_M,
+)
 from nexusbrain.embeddings.base import normalise_rows
 from nexusbrain.errors import Busy, InvalidInput, NotFound
 from nexusbrain.records import Scored, SearchFilters
@@ -48,7 +54,7 @@ Progress = Callable[[str], None]
 
 FILL_BATCH = 20_000  # vectors centred per statement while building
 ITERATIVE_SCANS = (0, 8, 0)
-BUILD_MEMORY = "512MB"  # maintenance_work_mem for the build: the graph fits in it up to ~1M rows
+_MEMORY = re.compile(r"[1-9][0-9]*(kB|MB|GB)")
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS dense_centres (model text PRIMARY KEY, dim integer NOT NULL,"
@@ -144,6 +150,7 @@ def build(
     *,
     m: int = HNSW_M,
     ef_construction: int = HNSW_EF_CONSTRUCTION,
+    memory: str = HNSW_BUILD_MEMORY,
     progress: Progress | None = None,
 ) -> DenseStatus:
     """Freeze the centre of the live rows (`load` gives their vectors), centre every stored
@@ -155,6 +162,8 @@ def build(
             "m must be 2 to 100 and ef_construction 4 to 1000, at least twice m"
             f" (got m={m}, ef_construction={ef_construction})"
         )
+    if not _MEMORY.fullmatch(memory):
+        raise InvalidInput(f"memory is a size such as 512MB or 2GB (kB, MB or GB), not {memory!r}")
     if db.vector_version < ITERATIVE_SCANS:
         found = ".".join(map(str, db.vector_version))
         raise InvalidInput(
@@ -170,7 +179,7 @@ def build(
         if not mine or not mine[0]:
             raise Busy(f"another dense-index build of {model} is running on this brain")
         try:
-            return _build(db, conn, load, name, model, dim, config, m, ef_construction, say)
+            return _build(db, conn, load, name, model, dim, config, m, ef_construction, memory, say)
         finally:
             conn.execute(
                 "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (f"{_lock_key(model)}:build",)
@@ -187,6 +196,7 @@ def _build(
     config: IndexConfig,
     m: int,
     ef_construction: int,
+    memory: str,
     say: Progress,
 ) -> DenseStatus:
     with conn.transaction():
@@ -216,8 +226,13 @@ def _build(
     # from here on every writer centres its vectors; these are the ones stored before
     centred = _fill(conn, model, dim, say)
     say(f"{centred:,} vectors centred; building the HNSW index")
-    conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
+    conn.execute(f"SET maintenance_work_mem = '{memory}'")
     started = time.monotonic()
+
+    def told(diagnostic: psycopg.errors.Diagnostic) -> None:
+        say(f"PostgreSQL: {diagnostic.message_primary} (a larger --memory keeps it in memory)")
+
+    conn.add_notice_handler(told)
     with _Watch(db, name, say):
         conn.execute(
             sql.SQL(
@@ -232,6 +247,7 @@ def _build(
                 sql.Literal(model),
             )
         )
+    conn.remove_notice_handler(told)
     conn.execute("RESET maintenance_work_mem")
     say(f"index built in {time.monotonic() - started:.1f} s")
     return status(db, model)

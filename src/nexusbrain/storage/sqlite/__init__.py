@@ -62,6 +62,7 @@ class SQLiteBackend:
         centre: bool,
         m: int,
         ef_construction: int,
+        memory: str,
         progress: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         raise InvalidInput(_IN_PROCESS)
