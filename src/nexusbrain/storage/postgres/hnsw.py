@@ -306,14 +306,14 @@ class _Watch:
             try:
                 with self.db.read() as conn:
                     row = conn.execute(
-                        "SELECT phase, tuples_done, tuples_total FROM pg_stat_progress_create_index"
-                        " WHERE relid = to_regclass('vectors')"
+                        "SELECT phase, blocks_done, blocks_total, tuples_done"
+                        " FROM pg_stat_progress_create_index WHERE relid = to_regclass('vectors')"
                     ).fetchone()
             except Exception:  # progress is a courtesy: never fail the build over it
                 return
             if row is not None:
-                phase, done, total = row
-                counted = f" ({done:,} of {total:,} rows)" if total else ""
+                phase, blocks, of, rows = row
+                counted = f", {blocks / of:.0%} of the table read, {rows:,} rows" if of else ""
                 self.say(f"building: {phase}{counted}")
 
 
