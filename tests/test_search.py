@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -135,3 +138,19 @@ def test_recall_cuts_the_best_hit_to_fit_rather_than_drop_it(brain: Brain) -> No
     assert recall_summary(views.recall(result)) == said
     tiny = brain.recall("security vulnerabilities", k=2, budget_tokens=1)
     assert tiny.hits == () and "raise the budget" in recall_summary(views.recall(tiny))
+
+
+def test_a_hit_s_trace_lists_every_field_of_its_scores(brain: Brain) -> None:
+    """The trace's retriever and fusion entries are written out field by field (faster than
+    asdict): each must still say every field, in the records' order."""
+    brain.ingest_markdown("# Vault\n\nrotate the deploy key in the vault", uri="v.md")
+    brain.ingest_markdown("# Garden\n\ntomatoes want water in summer", uri="g.md")
+    hits = brain.search("deploy key vault", k=2)
+    assert hits and hits[0].trace.fusion
+    for h in hits:
+        out = views.trace(h.trace)
+        # the same bytes: the same keys in the same order, the same values
+        assert orjson.dumps(out["retrievers"]) == orjson.dumps(
+            [asdict(r) for r in h.trace.retrievers]
+        )
+        assert orjson.dumps(out["fusion"]) == orjson.dumps([asdict(f) for f in h.trace.fusion])

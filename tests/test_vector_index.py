@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nexusbrain.brain import Brain
 from nexusbrain.config import Profile, Settings
@@ -16,7 +18,15 @@ from nexusbrain.embeddings import load_embedder
 from nexusbrain.records import Scored
 from nexusbrain.storage.sqlite import index_cache_path
 from nexusbrain.storage.sqlite.store import SQLiteStore
-from nexusbrain.storage.vector_index import IndexConfig, VectorIndex, _single
+from nexusbrain.storage.vector_index import (
+    IndexConfig,
+    VectorIndex,
+    _Rows,
+    _single,
+    _smallest,
+    _Space,
+    _squares_and_codes,
+)
 
 EMBEDDER = load_embedder(Profile.HASHING)
 assert EMBEDDER is not None
@@ -168,6 +178,48 @@ def test_a_cache_file_with_rows_of_the_wrong_shape_or_type_is_ignored(
 def test_every_float16_value_is_converted_as_numpy_converts_it() -> None:
     every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(256, 256)
     assert np.array_equal(_single(every), every.astype(np.float32), equal_nan=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 60), min_size=1, max_size=40),
+    st.lists(st.integers(0, 39), max_size=10),
+    st.lists(st.integers(0, 70), max_size=30),
+)
+def test_the_live_rows_of_chunk_ids_are_those_a_scan_finds(
+    ids: list[int], dead: list[int], wanted: list[int]
+) -> None:
+    """Binary search where the ids ascend, a scan where they do not (an id used again after
+    its row died): the same positions either way."""
+    dim = 8
+    space = _Space(centring=True, prior=100, reference=np.zeros(dim, np.float32))
+    half = np.random.default_rng(len(ids)).standard_normal((len(ids), dim)).astype(np.float16)
+    rows = _Rows.of(
+        np.array(ids, np.int64),
+        np.zeros(len(ids), np.int64),
+        half,
+        *_squares_and_codes(half, space.reference),
+        space,
+        0,
+    )
+    rows = rows.without(np.array([ids[d] for d in dead if d < len(ids)], np.int64))
+    asked = np.array(wanted, np.int64)
+    scan = np.flatnonzero(np.isin(rows.ids, asked) & rows.alive)
+    assert rows.ascending == bool(np.all(np.diff(ids) > 0))
+    assert np.array_equal(rows.live_positions(asked), scan)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 257), min_size=1, max_size=300), st.data())
+def test_the_nearest_codes_are_the_k_smallest_distances_ties_by_lower_id(
+    distances: list[int], data: st.DataObject
+) -> None:
+    k = data.draw(st.integers(1, len(distances)))
+    distance = np.array(distances, np.int16)
+    ids = np.array(data.draw(st.permutations(range(len(distances)))), np.int64)
+    chosen = _smallest(distance, ids, k)
+    expected = sorted(range(len(distances)), key=lambda i: (distances[i], ids[i]))[:k]
+    assert sorted(chosen.tolist()) == sorted(expected)
 
 
 def cached_rows(cache: Path) -> int:

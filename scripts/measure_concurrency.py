@@ -1,0 +1,96 @@
+"""Balanced /search from one client and from several, for one source tree or several,
+interleaved in one session, over one brain at a bench scale.
+
+    python scripts/measure_concurrency.py --db brain.db [--documents 20000] [--rounds 2] \
+        [--searches 200] [--concurrency 8] [--workers 1] [--tree /path/to/checkout/src ...]
+
+`nexusbrain bench` builds its brains afresh on every run; this builds the bench's corpus of
+--documents into --db once (a SQLite file that does not exist yet: `ingest-dir` of the corpus,
+the bench's seed), then serves it, so that an A/B of two trees costs minutes, not an ingest
+each. The queries are the bench's own, so the figures are comparable with its report.
+
+Each round serves each tree in turn (one server at a time, so that they do not share the
+cores), warms it with one pass of the queries from --concurrency clients, then times one
+pass from one client and one from --concurrency clients. The report gives each tree's
+median over the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+
+from nexusbrain.bench.corpus import Corpus, CorpusSpec
+from nexusbrain.bench.load import Call, LoadResult, run_calls, wait_for_answer
+from nexusbrain.bench.server import ChildServer, child_env, run_cli
+from nexusbrain.latency import summarise
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", required=True, help="a brain: a SQLite file or a postgresql:// URL")
+    parser.add_argument("--documents", type=int, default=20_000, help="the bench scale it holds")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers")
+    parser.add_argument("--tree", action="append", default=[], help="a src folder to serve")
+    args = parser.parse_args()
+    trees = args.tree or [""]
+    corpus = Corpus(CorpusSpec())
+    queries = corpus.queries(args.searches, args.documents)
+    calls = [Call("GET", "/search", params={"q": q, "k": 10, "mode": "balanced"}) for q in queries]
+    figures: dict[str, list[dict[str, float]]] = {tree: [] for tree in trees}
+    scratch = Path(tempfile.mkdtemp(prefix="nexusbrain-concurrency-"))
+    if "://" not in args.db and not Path(args.db).exists():
+        folder = scratch / "corpus"
+        corpus.write(folder, args.documents)
+        report, seconds = run_cli(args.db, child_env("desktop"), "ingest-dir", str(folder))
+        shutil.rmtree(folder)
+        print(f"built {args.db}: {report['chunks']:,} chunks in {seconds:.0f} s", flush=True)
+    for round_ in range(args.rounds):
+        for tree in trees:
+            extra = {"PYTHONPATH": tree} if tree else {}
+            env = child_env("desktop", extra)
+            if not tree:
+                env.pop("PYTHONPATH", None)
+            log = scratch / f"server-{round_}-{len(figures[tree])}.log"
+            with ChildServer(args.db, env, log, args.workers) as server:
+                wait_for_answer(server.url, calls[0], 300, server.alive)
+                run_calls(server.url, calls, clients=args.concurrency)  # warm every worker
+                one = run_calls(server.url, calls)
+                many = run_calls(server.url, calls, clients=args.concurrency)
+                server.check_alive()
+            row = _row(one, many)
+            figures[tree].append(row)
+            print(f"round {round_ + 1} {tree or 'installed'}: {_line(row)}", flush=True)
+    print(f"median of {args.rounds} rounds, {args.concurrency} clients, --workers {args.workers}:")
+    for tree, rows in figures.items():
+        median = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+        print(f"  {tree or 'installed'}: {_line(median)}")
+
+
+def _row(one: LoadResult, many: LoadResult) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, result in (("1", one), ("n", many)):
+        summary = summarise(result.milliseconds, result.wall_seconds)
+        out[f"{name}_rps"] = summary.throughput
+        out[f"{name}_p50"] = summary.p50
+        out[f"{name}_p95"] = summary.p95
+    out["ratio"] = out["n_rps"] / out["1_rps"]
+    return out
+
+
+def _line(row: dict[str, float]) -> str:
+    return (
+        f"1 client {row['1_rps']:.1f} req/s (p50 {row['1_p50']:.1f}, p95 {row['1_p95']:.1f} ms); "
+        f"N clients {row['n_rps']:.1f} req/s (p50 {row['n_p50']:.1f}, p95 {row['n_p95']:.1f} ms); "
+        f"N/1 {row['ratio']:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
