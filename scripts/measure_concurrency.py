@@ -2,12 +2,14 @@
 interleaved in one session, over one brain at a bench scale.
 
     python scripts/measure_concurrency.py --db brain.db [--documents 20000] [--rounds 2] \
-        [--searches 200] [--concurrency 8] [--workers 1] [--tree /path/to/checkout/src ...]
+        [--searches 200] [--concurrency 8] [--workers 1] [--build] \
+        [--tree /path/to/checkout/src ...]
 
 `nexusbrain bench` builds its brains afresh on every run; this builds the bench's corpus of
---documents into --db once (a SQLite file that does not exist yet: `ingest-dir` of the corpus,
-the bench's seed), then serves it, so that an A/B of two trees costs minutes, not an ingest
-each. The queries are the bench's own, so the figures are comparable with its report.
+--documents into --db once (`ingest-dir` of the corpus, the bench's seed: into a SQLite file
+that does not exist yet, or with --build into a PostgreSQL schema, dropped first), then
+serves it, so that an A/B of two trees costs minutes, not an ingest each. The queries are
+the bench's own, so the figures are comparable with its report.
 
 Each round serves each tree in turn (one server at a time, so that they do not share the
 cores), warms it with one pass of the queries from --concurrency clients, then times one
@@ -23,6 +25,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from nexusbrain import storage
 from nexusbrain.bench.corpus import Corpus, CorpusSpec
 from nexusbrain.bench.load import Call, LoadResult, run_calls, wait_for_answer
 from nexusbrain.bench.server import ChildServer, child_env, run_cli
@@ -37,6 +40,7 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers")
+    parser.add_argument("--build", action="store_true", help="(re)build a postgresql:// brain")
     parser.add_argument("--tree", action="append", default=[], help="a src folder to serve")
     args = parser.parse_args()
     trees = args.tree or [""]
@@ -45,7 +49,9 @@ def main() -> None:
     calls = [Call("GET", "/search", params={"q": q, "k": 10, "mode": "balanced"}) for q in queries]
     figures: dict[str, list[dict[str, float]]] = {tree: [] for tree in trees}
     scratch = Path(tempfile.mkdtemp(prefix="nexusbrain-concurrency-"))
-    if "://" not in args.db and not Path(args.db).exists():
+    if args.build or ("://" not in args.db and not Path(args.db).exists()):
+        if args.build:
+            storage.drop(args.db)
         folder = scratch / "corpus"
         corpus.write(folder, args.documents)
         report, seconds = run_cli(args.db, child_env("desktop"), "ingest-dir", str(folder))

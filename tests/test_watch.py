@@ -104,6 +104,8 @@ def test_every_kind_of_change_is_followed(watching: tuple[Watching, Path], tmp_p
 
     (folder / "c.md").unlink()
     eventually(lambda: "note bravo" not in "".join(watcher.texts()), "a deletion")
+    # a sync's lines are reported once it is done, just after a search can see its change
+    eventually(lambda: "retired c.md" in watcher.lines, "the deletion's line")
     assert watcher.lines == [
         "added a.md",
         "added b.md",

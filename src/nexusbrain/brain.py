@@ -119,7 +119,12 @@ class Brain:
         self._vectors = VectorWriter(self._store, embedder) if embedder else None
         self._index = _dense_index(backend, embedder, settings) if embedder else None
         self._searcher = Searcher(
-            self._store, backend.lexical, settings.lexical, embedder, self._index
+            self._store,
+            backend.lexical,
+            settings.lexical,
+            embedder,
+            self._index,
+            at_once=settings.searches_at_once,
         )
         self._graph: Graph | None = None
         if background is None:

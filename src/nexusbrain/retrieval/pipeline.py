@@ -37,9 +37,6 @@ from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.storage.analyzer import tokens
 from nexusbrain.storage.base import DenseIndex, DocumentStore, LexicalHits, LexicalIndex
 
-# Threads that run BM25 beside the dense search; each keeps one SQLite connection open.
-LEXICAL_WORKERS = 4
-
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
@@ -76,12 +73,17 @@ class Searcher:
         config: LexicalConfig,
         embedder: Embedder | None,
         index: DenseIndex | None,
+        *,
+        at_once: int = 1,
     ) -> None:
+        """`at_once`: how many searches rank at the same time (config.SEARCHES_AT_ONCE)."""
         self.store = store
         self.lexical = lexical
         self.config = config
         self.embedder = embedder
         self.index = index
+        self._at_once = at_once
+        self._turns = threading.BoundedSemaphore(at_once)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -95,7 +97,9 @@ class Searcher:
     def _workers(self) -> ThreadPoolExecutor:
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(LEXICAL_WORKERS, "nexusbrain-bm25")
+                # one BM25 thread per search that may run at once; each keeps one
+                # connection to the database open
+                self._pool = ThreadPoolExecutor(self._at_once, "nexusbrain-bm25")
             return self._pool
 
     def search(
@@ -118,7 +122,19 @@ class Searcher:
         *,
         best_per_document: bool = False,
     ) -> Answer:
-        """The hits, and the ranking they were cut from (what `explain` reads)."""
+        """The hits, and the ranking they were cut from (what `explain` reads). A search
+        waits here while `at_once` others rank."""
+        with self._turns:
+            return self._answer(query, k, filters, config, best_per_document)
+
+    def _answer(
+        self,
+        query: str,
+        k: int,
+        filters: SearchFilters,
+        config: SearchConfig,
+        best_per_document: bool,
+    ) -> Answer:
         ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
         kept = _above_floor(ranked.fused, config.min_relative_score)
         sure = self._confidence(ranked, kept, config)
