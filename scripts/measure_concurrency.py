@@ -20,7 +20,6 @@ median over the rounds.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import tempfile
 from pathlib import Path
@@ -29,6 +28,7 @@ from nexusbrain import storage
 from nexusbrain.bench.corpus import Corpus, CorpusSpec
 from nexusbrain.bench.load import Call, LoadResult, run_calls, wait_for_answer
 from nexusbrain.bench.server import ChildServer, child_env, run_cli
+from nexusbrain.envelopes import DEFAULT_ENVELOPE
 from nexusbrain.latency import summarise
 
 
@@ -43,40 +43,44 @@ def main() -> None:
     parser.add_argument("--build", action="store_true", help="(re)build a postgresql:// brain")
     parser.add_argument("--tree", action="append", default=[], help="a src folder to serve")
     args = parser.parse_args()
-    trees = args.tree or [""]
     corpus = Corpus(CorpusSpec())
     queries = corpus.queries(args.searches, args.documents)
     calls = [Call("GET", "/search", params={"q": q, "k": 10, "mode": "balanced"}) for q in queries]
-    figures: dict[str, list[dict[str, float]]] = {tree: [] for tree in trees}
-    scratch = Path(tempfile.mkdtemp(prefix="nexusbrain-concurrency-"))
-    if args.build or ("://" not in args.db and not Path(args.db).exists()):
-        if args.build:
-            storage.drop(args.db)
-        folder = scratch / "corpus"
-        corpus.write(folder, args.documents)
-        report, seconds = run_cli(args.db, child_env("desktop"), "ingest-dir", str(folder))
-        shutil.rmtree(folder)
-        print(f"built {args.db}: {report['chunks']:,} chunks in {seconds:.0f} s", flush=True)
-    for round_ in range(args.rounds):
-        for tree in trees:
-            extra = {"PYTHONPATH": tree} if tree else {}
-            env = child_env("desktop", extra)
-            if not tree:
-                env.pop("PYTHONPATH", None)
-            log = scratch / f"server-{round_}-{len(figures[tree])}.log"
-            with ChildServer(args.db, env, log, args.workers) as server:
-                wait_for_answer(server.url, calls[0], 300, server.alive)
-                run_calls(server.url, calls, clients=args.concurrency)  # warm every worker
-                one = run_calls(server.url, calls)
-                many = run_calls(server.url, calls, clients=args.concurrency)
-                server.check_alive()
-            row = _row(one, many)
-            figures[tree].append(row)
-            print(f"round {round_ + 1} {tree or 'installed'}: {_line(row)}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="nexusbrain-concurrency-") as scratch:
+        if args.build or ("://" not in args.db and not Path(args.db).exists()):
+            _build_brain(args.db, corpus, args.documents, Path(scratch) / "corpus", args.build)
+        figures: dict[str, list[dict[str, float]]] = {tree: [] for tree in args.tree or [""]}
+        for round_ in range(args.rounds):  # the trees interleaved, round by round
+            for n, (tree, rows) in enumerate(figures.items()):
+                log = Path(scratch) / f"server-{round_}-{n}.log"
+                rows.append(_measure(args, tree, calls, log))
+                print(f"round {round_ + 1} {tree or 'installed'}: {_line(rows[-1])}", flush=True)
     print(f"median of {args.rounds} rounds, {args.concurrency} clients, --workers {args.workers}:")
     for tree, rows in figures.items():
         median = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
         print(f"  {tree or 'installed'}: {_line(median)}")
+
+
+def _build_brain(db: str, corpus: Corpus, documents: int, folder: Path, drop: bool) -> None:
+    if drop:
+        storage.drop(db)
+    corpus.write(folder, documents)
+    report, seconds = run_cli(db, child_env(DEFAULT_ENVELOPE), "ingest-dir", str(folder))
+    print(f"built {db}: {report['chunks']:,} chunks in {seconds:.0f} s", flush=True)
+
+
+def _measure(args: argparse.Namespace, tree: str, calls: list[Call], log: Path) -> dict[str, float]:
+    """One round's figures from a server of this tree (the installed package: "")."""
+    env = child_env(DEFAULT_ENVELOPE, {"PYTHONPATH": tree} if tree else {})
+    if not tree:
+        env.pop("PYTHONPATH", None)
+    with ChildServer(args.db, env, log, args.workers) as server:
+        wait_for_answer(server.url, calls[0], 300, server.alive)
+        run_calls(server.url, calls, clients=args.concurrency)  # warm every worker
+        one = run_calls(server.url, calls)
+        many = run_calls(server.url, calls, clients=args.concurrency)
+        server.check_alive()
+    return _row(one, many)
 
 
 def _row(one: LoadResult, many: LoadResult) -> dict[str, float]:

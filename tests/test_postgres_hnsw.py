@@ -4,6 +4,7 @@ every writer, built again around a new centre, dropped; and the same through Bra
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from nexusbrain.errors import Busy, InvalidInput, NotFound
 from nexusbrain.records import SearchFilters, VectorBatch
 from nexusbrain.retrieval.vectors import to_blob
 from nexusbrain.storage.base import Backend
+from nexusbrain.storage.postgres import hnsw
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 from .backend.conftest import NOW, chunk, draft, write
@@ -261,11 +263,6 @@ def test_a_build_with_nothing_to_index_or_bad_parameters_says_so(
         _build(backend)
 
 
-TOPICS = ["api keys", "database backups", "oncall rota", "release trains", "incident reviews"]
-WHEN = ["monthly", "nightly", "on mondays", "every second thursday", "within a week"]
-WHO = ["the platform team", "the data team", "whoever is on call", "release managers", "sre"]
-
-
 def test_a_build_whose_graph_outgrows_its_memory_says_so_and_still_builds(
     url: str, opened: list[Backend]
 ) -> None:
@@ -275,6 +272,40 @@ def test_a_build_whose_graph_outgrows_its_memory_says_so_and_still_builds(
     built = _build(backend, memory="1MB", progress=said.append)
     assert built["built"] is True
     assert any("PostgreSQL: hnsw graph no longer fits into maintenance_work_mem" in m for m in said)
+
+
+def test_a_failed_build_gives_its_connection_back_as_it_found_it(
+    url: str, opened: list[Backend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build sets maintenance_work_mem and hears notices on a pooled connection: a
+    build that fails midway must not leave either behind for the next user."""
+    backend = open_url(opened, url)
+    _fill(backend, _unit(np.random.default_rng(14), 50))
+    db = backend.db  # type: ignore[attr-defined]
+    with db.connection() as conn:
+        default = conn.execute("SHOW maintenance_work_mem").fetchone()[0]
+
+    def broken(self: object) -> None:
+        raise RuntimeError("the build broke")
+
+    monkeypatch.setattr(hnsw._Watch, "__enter__", broken)
+    said: list[str] = []
+    with pytest.raises(RuntimeError, match="the build broke"):
+        _build(backend, memory="3MB", progress=said.append)
+    heard = len(said)
+    with contextlib.ExitStack() as every:  # each of the pool's connections, the build's among them
+        pooled = [
+            every.enter_context(db.connection()) for _ in range(db.pool.get_stats()["pool_size"])
+        ]
+        for conn in pooled:
+            assert conn.execute("SHOW maintenance_work_mem").fetchone()[0] == default != "3MB"
+            conn.execute("DO $$ BEGIN RAISE NOTICE 'after the build'; END $$")
+    assert len(said) == heard  # the build no longer hears its connection's notices
+
+
+TOPICS = ["api keys", "database backups", "oncall rota", "release trains", "incident reviews"]
+WHEN = ["monthly", "nightly", "on mondays", "every second thursday", "within a week"]
+WHO = ["the platform team", "the data team", "whoever is on call", "release managers", "sre"]
 
 
 NOTES = {

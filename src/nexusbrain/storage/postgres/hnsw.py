@@ -19,6 +19,7 @@ this index has neither, and its export is the same on both backends."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -233,22 +234,25 @@ def _build(
         say(f"PostgreSQL: {diagnostic.message_primary} (a larger --memory keeps it in memory)")
 
     conn.add_notice_handler(told)
-    with _Watch(db, name, say):
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX CONCURRENTLY {} ON vectors USING hnsw"
-                " ((centred::halfvec({})) halfvec_ip_ops) WITH (m = {}, ef_construction = {})"
-                " WHERE model = {}"
-            ).format(
-                sql.Identifier(name),
-                sql.Literal(dim),
-                sql.Literal(m),
-                sql.Literal(ef_construction),
-                sql.Literal(model),
+    try:
+        with _Watch(db, name, say):
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX CONCURRENTLY {} ON vectors USING hnsw"
+                    " ((centred::halfvec({})) halfvec_ip_ops) WITH (m = {}, ef_construction = {})"
+                    " WHERE model = {}"
+                ).format(
+                    sql.Identifier(name),
+                    sql.Literal(dim),
+                    sql.Literal(m),
+                    sql.Literal(ef_construction),
+                    sql.Literal(model),
+                )
             )
-        )
-    conn.remove_notice_handler(told)
-    conn.execute("RESET maintenance_work_mem")
+    finally:  # the connection goes back to the pool, built or not
+        conn.remove_notice_handler(told)
+        with contextlib.suppress(psycopg.Error):  # a broken connection is not put back
+            conn.execute("RESET maintenance_work_mem")
     say(f"index built in {time.monotonic() - started:.1f} s")
     return status(db, model)
 
