@@ -3,6 +3,7 @@ the same database; the first process supervises them (real processes, a real soc
 
 from __future__ import annotations
 
+import http.client
 import signal
 import subprocess
 import time
@@ -61,3 +62,88 @@ def test_workers_and_mcp_together_are_a_one_line_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stderr.decode().startswith("error: --workers 2 with --mcp: an MCP session")
+
+
+def owners(workers: list[psutil.Process], clients: list[int]) -> list[int]:
+    """Which worker (its index) holds the connection from each client port (-1: none)."""
+    ports = {port: n for n, port in enumerate(clients)}
+    found = [-1] * len(clients)
+    for index, worker in enumerate(workers):
+        for conn in worker.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_ESTABLISHED and conn.raddr and conn.raddr.port in ports:
+                found[ports[conn.raddr.port]] = index
+    return found
+
+
+def connected(port: int, count: int) -> list[http.client.HTTPConnection]:
+    """`count` kept-alive connections, made at once, each answered once."""
+    clients = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(count)]
+    for client in clients:
+        client.connect()
+    for client in clients:
+        client.request("GET", "/health")
+    for client in clients:
+        answer = client.getresponse()
+        assert answer.status == 200, answer.read()
+        answer.read()
+    return clients
+
+
+def ports(clients: list[http.client.HTTPConnection]) -> list[int]:
+    return [int(client.sock.getsockname()[1]) for client in clients]
+
+
+def test_connections_made_at_once_are_spread_evenly_over_the_workers(tmp_path: Path) -> None:
+    db = tmp_path / "brain.db"
+    process = start(db, "--workers", "2")
+    try:
+        workers = workers_of(process)
+        info = discovery.find(db)
+        assert info is not None
+        port = int(info.url.rsplit(":", 1)[1])
+        # both workers are accepting once a second connection, made while the first is
+        # open, lands on the other worker (a busier worker waits for an idle sibling)
+        deadline = time.monotonic() + 30
+        while True:
+            first = connected(port, 1)
+            second = connected(port, 1)
+            if len(set(owners(workers, ports(first + second)))) == 2:
+                break
+            assert time.monotonic() < deadline, "the second worker never took a connection"
+            for client in first + second:
+                client.close()
+            time.sleep(0.1)
+        for client in first + second:
+            client.close()
+        for _ in range(3):  # eight clients connect at once; each worker keeps four
+            clients = connected(port, 8)
+            used = ports(clients)
+            held = owners(workers, used)
+            assert sorted(held) == [0, 0, 0, 0, 1, 1, 1, 1], held
+            for client in clients:
+                client.close()
+            while max(owners(workers, used)) >= 0:
+                time.sleep(0.05)  # until both workers have seen their connections go
+    finally:
+        stop(process)
+
+
+def test_a_stopped_worker_leaves_no_connection_unanswered(tmp_path: Path) -> None:
+    db = tmp_path / "brain.db"
+    process = start(db, "--workers", "2")
+    try:
+        first, second = workers_of(process)
+        info = discovery.find(db)
+        assert info is not None
+        port = int(info.url.rsplit(":", 1)[1])
+        connected(port, 2)  # both workers are up (one may have taken both)
+        second.send_signal(signal.SIGSTOP)
+        try:
+            # the first worker holds more than its stopped sibling, waits its patience
+            # for it each time, then takes the connection
+            clients = connected(port, 6)
+            assert set(owners([first, second], ports(clients))) == {0}
+        finally:
+            second.send_signal(signal.SIGCONT)
+    finally:
+        stop(process)

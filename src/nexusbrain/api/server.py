@@ -6,8 +6,9 @@ brain of its own on the same database: one process answers with one core at a ti
 a request's work holds the GIL), so this is what lets answers use every core. They share the
 dense index's cache file through the page cache (it is memory-mapped) and see each other's
 writes as one process sees another's, through the store's change sequence. Each keeps its own
-rate limits and latency window. The first process supervises: it says where the server is,
-watches folders, and stops the workers on SIGTERM or Ctrl-C, or when one of them ends."""
+rate limits and latency window, and they spread connections evenly between them (accept.py).
+The first process supervises: it says where the server is, watches folders, and stops the
+workers on SIGTERM or Ctrl-C, or when one of them ends."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from nexusbrain import discovery
+from nexusbrain.api.accept import Acceptor, Shares, Tally
 from nexusbrain.api.app import create_app
 from nexusbrain.api.guard import check_bind
 from nexusbrain.brain import Brain
@@ -96,7 +98,10 @@ def _supervise(
     on_listen: Callable[[str], None] | None,
 ) -> None:
     url = local_url(settings.host, settings.port)
-    children = [_fork(brain, settings, listener, log_level) for _ in range(workers)]
+    shares = Shares(workers)
+    children = [
+        _fork(brain, settings, listener, log_level, (shares, slot)) for slot in range(workers)
+    ]
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
         if on_listen is not None:
@@ -119,8 +124,15 @@ def _supervise(
         listener.close()
 
 
-def _fork(brain: Brain, settings: ServerSettings, listener: socket.socket, level: str) -> int:
-    """A worker process answering on `listener`; its pid. It opens a brain of its own and never
+def _fork(
+    brain: Brain,
+    settings: ServerSettings,
+    listener: socket.socket,
+    level: str,
+    share: tuple[Shares, int],
+) -> int:
+    """A worker process answering on `listener`, counting its connections in slot `share[1]`;
+    its pid. It opens a brain of its own and never
     touches the connections it inherits (closing one in a child could checkpoint or remove
     the write-ahead log from under the others), so it ends with os._exit."""
     pid = os.fork()
@@ -131,9 +143,8 @@ def _fork(brain: Brain, settings: ServerSettings, listener: socket.socket, level
         # Ctrl-C reaches the whole group: the parent stops the workers
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         with Brain.open(settings=brain.settings) as own:
-            _Server(uvicorn_config(create_app(own, settings), settings, level)).run(
-                sockets=[listener]
-            )
+            config = uvicorn_config(create_app(own, settings), settings, level)
+            _Server(config, share).run(sockets=[listener])
         code = 0
     except BaseException:
         log.exception("worker %d failed", os.getpid())
@@ -161,7 +172,38 @@ def uvicorn_config(app: ASGIApp, settings: ServerSettings, log_level: str) -> uv
 class _Server(uvicorn.Server):
     """uvicorn's server, idle when nothing happens: its own main loop wakes ten times a
     second to see whether it should stop, where this one wakes once a second (for the Date
-    header, which has that resolution) and at once when a signal asks it to stop."""
+    header, which has that resolution) and at once when a signal asks it to stop. Given a
+    worker's `share` (the shared counts and its slot), it accepts on its sockets itself,
+    evenly with its siblings (accept.py), instead of through asyncio's servers."""
+
+    def __init__(self, config: uvicorn.Config, share: tuple[Shares, int] | None = None) -> None:
+        super().__init__(config)
+        self._acceptors: list[Acceptor] = []
+        self._tally = None if share is None else Tally(*share)
+        if self._tally is not None:
+            self.server_state.connections = self._tally
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        if self._tally is None or not sockets:
+            await super().startup(sockets)
+            return
+        await super().startup([])  # the lifespan, and no asyncio server
+        config, loop = self.config, asyncio.get_running_loop()
+
+        def protocol() -> asyncio.Protocol:  # what uvicorn's own startup hands asyncio
+            return config.http_protocol_class(  # type: ignore[call-arg]
+                config=config,
+                server_state=self.server_state,
+                app_state=self.lifespan.state,
+                _loop=loop,
+            )
+
+        self._acceptors = [Acceptor(sock, self._tally, protocol) for sock in sockets]
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for acceptor in self._acceptors:
+            acceptor.close()
+        await super().shutdown(sockets)
 
     async def main_loop(self) -> None:
         self._loop = asyncio.get_running_loop()
