@@ -196,6 +196,36 @@ def test_compaction_merges_segments_and_drops_removed_chunks(
         database_checks(conn, schema)
 
 
+def test_compaction_keeps_the_frequencies_of_wide_and_narrow_segments_alike(
+    postgres: Server, opened: list[Backend]
+) -> None:
+    """A token whose segments mix int16 and int32 frequencies (one chunk holds it more than
+    32,767 times) merges into one segment that scores as the separate ones did."""
+    from nexusbrain.storage.postgres.compaction import FANOUT
+
+    schema = fresh_schema()
+    backend = open_url(opened, postgres.url(schema))
+    backend.compactor.close()  # type: ignore[attr-defined]  # compacted by hand below
+    texts = [f"echo note{n}" for n in range(FANOUT)]
+    texts[3] = "echo " * 40_000 + "note3"
+    for n, text in enumerate(texts):
+        write(backend, draft(f"{n}.md", text=text), [chunk(text)])
+    with postgres.connect() as conn:
+        widths = conn.execute(
+            f"SELECT wide FROM {schema}.postings WHERE term = 'echo' ORDER BY segment"
+        ).fetchall()
+    assert [w[0] for w in widths].count(True) == 1 and len(widths) == FANOUT
+    before = backend.lexical.search(["echo"], 20, SearchFilters()).scored
+    done = backend.compactor.compact()  # type: ignore[attr-defined]
+    assert done.merged >= 1
+    assert _segments_of(postgres, schema, "echo") == 1
+    assert backend.lexical.search(["echo"], 20, SearchFilters()).scored == before
+    again = open_url(opened, postgres.url(schema))  # a fresh process's view
+    assert again.lexical.search(["echo"], 20, SearchFilters()).scored == before
+    with postgres.connect() as conn:
+        database_checks(conn, schema)
+
+
 def _segments_of(postgres: Server, schema: str, term: str) -> int:
     with postgres.connect() as conn:
         row = conn.execute(f"SELECT count(*) FROM {schema}.postings WHERE term = %s", (term,))

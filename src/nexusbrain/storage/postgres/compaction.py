@@ -30,6 +30,7 @@ from nexusbrain.storage.postgres.postings import (
     POSTINGS_COPY,
     LivePids,
     copy_stream,
+    joined,
     merged,
     segment_row,
 )
@@ -157,26 +158,26 @@ class Compactor:
         head = conn.execute("SELECT seq FROM change_head").fetchone()
         seq = int(head[0]) if head else 0
         self.live.sync(conn, seq)
-        # a pass is a few statements however many tokens it merges: each token's rows of its
-        # full tier, one DELETE of them all, the new segment numbers and one COPY
+        # a pass is a few statements however many tokens it merges: one DELETE of every
+        # token's rows of its full tier, handing them back joined a token to a row (its
+        # segments' arrays in segment order), the new segment numbers and one COPY. A row per
+        # token, not per segment, is what keeps the Python side cheap: loading a million
+        # small rows cost more than merging them
         terms = [term for term, _ in todo]
-        rows = conn.execute(  # `term = ANY` lets the plan look the tokens up by index
-            "SELECT p.term, p.ctid::text, p.pids, p.tfs, p.wide FROM postings p"
-            " JOIN unnest(%s::text[], %s::int[]) AS t(term, tier)"
-            f" ON p.term = t.term AND {_tier('p.n')} = t.tier"
-            " WHERE p.term = ANY(%s) ORDER BY p.term, p.segment",
+        rows = conn.execute(
+            "WITH gone AS (DELETE FROM postings p"
+            " USING unnest(%s::text[], %s::int[]) AS t(term, tier)"
+            f" WHERE p.term = t.term AND {_tier('p.n')} = t.tier AND p.term = ANY(%s)"
+            " RETURNING p.term, p.segment, p.n, p.pids, p.tfs, p.wide)"
+            " SELECT term, string_agg(pids, ''::bytea ORDER BY segment),"
+            " string_agg(tfs, ''::bytea ORDER BY segment), array_agg(n ORDER BY segment),"
+            " array_agg(wide ORDER BY segment) FROM gone GROUP BY term",
             (terms, [tier for _, tier in todo], FANOUT, terms),
             binary=True,
         ).fetchall()
-        by_term: dict[str, list[tuple[Any, ...]]] = {}
-        for row in rows:
-            by_term.setdefault(row[0], []).append(row)
-        # by row address: this transaction read them, and only a compactor (holding the
-        # lock) changes a postings row
-        conn.execute("DELETE FROM postings WHERE ctid = ANY(%s::tid[])", ([r[1] for r in rows],))
         kept = []
-        for term, found in by_term.items():
-            pids, tf = merged([(r[2], r[3], r[4]) for r in found], self.live, seq)
+        for term, pids_blob, tfs_blob, counts, wide in rows:
+            pids, tf = merged(joined(pids_blob, tfs_blob, counts, wide), self.live, seq)
             if len(pids):
                 kept.append((term, pids, tf))
         if kept:
@@ -190,7 +191,7 @@ class Compactor:
                         for (term, pids, tf), number in zip(kept, numbers, strict=True)
                     )
                 )
-        read = sum(len(bytes(r[2])) // 4 for r in rows)
+        read = sum(len(r[1]) // 4 for r in rows)
         return Pass(len(todo), read, sum(len(pids) for _, pids, _ in kept))
 
 

@@ -157,6 +157,23 @@ def unpacked(rows: Sequence[tuple[bytes, bytes, bool]]) -> tuple[Ids, NDArray[np
     return pids, np.concatenate(parts).astype(np.int64)
 
 
+def joined(
+    pids: bytes, tfs: bytes, counts: Sequence[int], wide: Sequence[bool]
+) -> tuple[Ids, NDArray[np.int64]]:
+    """`unpacked` for a token's segments whose arrays were joined in the database: the
+    segments' posting counts and widths say where each one's frequencies end."""
+    pid_array = np.frombuffer(pids, "<i4").astype(np.int64)
+    if not any(wide):
+        return pid_array, np.frombuffer(tfs, "<i2").reshape(-1, COLUMNS).astype(np.int64)
+    parts, at = [], 0
+    for n, is_wide in zip(counts, wide, strict=True):
+        width = 4 if is_wide else 2
+        end = at + width * COLUMNS * n
+        parts.append(np.frombuffer(tfs[at:end], "<i4" if is_wide else "<i2").reshape(-1, COLUMNS))
+        at = end
+    return pid_array, np.concatenate(parts).astype(np.int64)
+
+
 class LivePids:
     """Which chunk each pid belongs to, and the change seq at which that chunk went (ALIVE
     while it is live), brought up to date from the change log. A read at change S keeps a
@@ -236,10 +253,11 @@ def private_map(conn: psycopg.Connection[Any]) -> LivePids:
 
 
 def merged(
-    rows: Sequence[tuple[bytes, bytes, bool]], live: LivePids, seq: int
+    postings: tuple[Ids, NDArray[np.int64]], live: LivePids, seq: int
 ) -> tuple[Ids, NDArray[np.int64]]:
-    """A token's segments as one: the postings of chunks live at `seq`, by ascending pid."""
-    pids, tf = unpacked(rows)
+    """A token's segments' postings (`joined`) as one segment: those of chunks live at
+    `seq`, by ascending pid."""
+    pids, tf = postings
     _, keep = live.chunks_of(pids, seq)
     pids, tf = pids[keep], tf[keep]
     order = np.argsort(pids, kind="stable")
