@@ -145,7 +145,7 @@ def test_a_ci_sized_bench_run(
 
 
 def _check_report(report: dict) -> None:  # type: ignore[type-arg]
-    assert report["bench"]["workers"] == 2  # the searched server's
+    assert report["bench"]["workers"] == 2  # every server's
     env = report["environment"]
     assert re.fullmatch(r"[0-9a-f]{40}", env["commit"])
     assert env["machine"]["cores"] >= 1 and env["machine"]["memory_bytes"] > 0
@@ -155,6 +155,7 @@ def _check_report(report: dict) -> None:  # type: ignore[type-arg]
     assert scale["documents"] == 200 and scale["chunks"] > 200
     ingest = scale["ingest"]
     assert ingest["http"]["documents"] == 200 and ingest["http"]["chunks"] == scale["chunks"]
+    assert ingest["http"]["workers"] == report["bench"]["workers"]  # the ingest server's too
     for path in ("http", "ingest_dir"):
         assert ingest[path]["docs_per_second"] > 0 and ingest[path]["chunks_per_second"] > 0
     incremental = ingest["incremental"]

@@ -214,6 +214,7 @@ def table(report: Mapping[str, Any]) -> str:
         f"{machine_['cores']} cores ({machine_['cpu']}), "
         f"{machine_['memory_bytes'] / 2**30:.1f} GiB, load {machine_['load_average']}, "
         f"embedder {env['embedder']} ({_mb(env['model_bytes'])} MB on disk), "
-        f"k={report['bench']['k']}, median of {report['bench']['runs']} run(s)"
+        f"k={report['bench']['k']}, serve --workers {report['bench']['workers']}, "
+        f"median of {report['bench']['runs']} run(s)"
     )
     return "\n".join(lines)

@@ -48,7 +48,7 @@ class BenchConfig:
     scales: tuple[int, ...] = (1_000, 10_000)
     searches: int = 200  # requests in each latency series
     concurrency: int = 8
-    workers: int = 1  # serve --workers of the server that is searched
+    workers: int = 1  # serve --workers of every server the bench starts
     runs: int = 1  # the report gives the median of the runs
     envelope: str = "desktop"
     seed: int = DEFAULT_SEED
@@ -128,7 +128,9 @@ def _measure_scale(
         db = places.url("dir")
         report, dir_seconds = run_cli(db, env, "ingest-dir", str(folder))
         http = {
-            n: _http_ingest(folder, documents, places.url(f"http{n}"), n, work, env, label, phase)
+            n: _http_ingest(
+                folder, documents, places.url(f"http{n}"), n, work, env, config, label, phase
+            )
             for n in config.replicas
         }
         http_ingest, ingest_peak = http[config.replicas[0]]
@@ -195,13 +197,15 @@ def _http_ingest(
     replicas: int,
     work: Path,
     env: Mapping[str, str],
+    config: BenchConfig,
     label: str,
     phase: Progress,
 ) -> tuple[dict[str, Any], int]:
     """Every document through POST /ingest/markdown/batch, the clients spread over
     `replicas` servers of one fresh brain; (the rates, the first server's peak RSS)."""
     servers = [
-        ChildServer(db, env, work / f"http-server-{replicas}-{n}.log") for n in range(replicas)
+        ChildServer(db, env, work / f"http-server-{replicas}-{n}.log", config.workers)
+        for n in range(replicas)
     ]
     try:
         for server in servers:  # one at a time: the first migrates the new brain
@@ -221,6 +225,7 @@ def _http_ingest(
             )
         for server in servers:
             server.check_alive()
+        answering = servers[0].answering()
     finally:
         for server in servers:
             server.stop()
@@ -230,6 +235,7 @@ def _http_ingest(
     rates["clients"] = clients
     rates["batch"] = INGEST_BATCH
     rates["replicas"] = replicas
+    rates["workers"] = answering  # processes of each server, as seen while it ran
     rates["request_ms"] = summarise(result.milliseconds, result.wall_seconds).as_dict()
     return rates, rss.peak
 
@@ -262,7 +268,10 @@ def _serve_and_search(
         time.sleep(1.0)
         idle = server.rss()
         with RssSampler(server.rss) as rss:
-            run_calls(server.url, [_search(q, SearchMode.BALANCED) for q in warmup])
+            # the warm-up from a client per worker: connections made at once are spread one
+            # to a worker, so none of them meets its first searches inside a timed series
+            warm = [_search(q, SearchMode.BALANCED) for q in warmup] * config.workers
+            run_calls(server.url, warm, clients=config.workers)
             sequential = {}
             for name, calls in _series(queries):
                 phase(f"{label}: {name}, one client", 0, 1)
@@ -299,7 +308,9 @@ def _replicated(
     """Balanced /search from `config.concurrency` clients spread over `replicas` servers of
     one brain (the running one and more)."""
     more = [
-        ChildServer(first.db, first.env, first.log_path.with_name(f"replica-{n}.log"))
+        ChildServer(
+            first.db, first.env, first.log_path.with_name(f"replica-{n}.log"), first.workers
+        )
         for n in range(1, replicas)
     ]
     try:
@@ -308,7 +319,8 @@ def _replicated(
             wait_for_answer(server.url, _search(queries[0], SearchMode.BALANCED), 300, server.alive)
         urls = [first.url] + [server.url for server in more]
         calls = [_search(q, SearchMode.BALANCED) for q in queries]
-        run_calls(urls, calls[: WARMUP * replicas], clients=replicas)
+        warm = [call for call in calls[:WARMUP] for _ in range(replicas * config.workers)]
+        run_calls(urls, warm, clients=replicas * config.workers)
         return _summary(run_calls(urls, calls, clients=config.concurrency))
     finally:
         for server in more:

@@ -96,6 +96,11 @@ class ChildServer:
         processes = [self._ps, *self._ps.children()]
         return sum(int(p.memory_info().rss) for p in processes)
 
+    def answering(self) -> int:
+        """How many processes answer requests: the workers, or the server itself."""
+        assert self._ps is not None
+        return len(self._ps.children()) or 1
+
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 

@@ -112,7 +112,7 @@ def parse_scales(text: str) -> tuple[int, ...]:
     type=click.IntRange(1),
     default=1,
     show_default=True,
-    help="serve --workers of the server that is searched.",
+    help="serve --workers of every server the bench starts (HTTP ingest and search).",
 )
 @click.option(
     "--runs",
