@@ -131,10 +131,10 @@ def _fork(
     level: str,
     share: tuple[Shares, int],
 ) -> int:
-    """A worker process answering on `listener`, counting its connections in slot `share[1]`;
-    its pid. It opens a brain of its own and never
-    touches the connections it inherits (closing one in a child could checkpoint or remove
-    the write-ahead log from under the others), so it ends with os._exit."""
+    """A worker process answering on `listener`, counting its connections in slot `share[1]`
+    of the shared counts; its pid. It opens a brain of its own and never touches the
+    connections it inherits (closing one in a child could checkpoint or remove the
+    write-ahead log from under the others), so it ends with os._exit."""
     pid = os.fork()
     if pid:
         return pid

@@ -6,7 +6,7 @@ latency is what the client sees: request written, whole response read.
 
 The client is the standard library's http.client: on a machine of two cores the load runs
 beside the server, and every millisecond of CPU the client spends is taken from the server.
-httpx cost 1.3-2.0 ms of client CPU a search, this 0.4-0.6 ms (scripts/measure_client.py)."""
+httpx cost 1.1-2.0 ms of client CPU a search, this 0.3 ms (scripts/measure_client.py)."""
 
 from __future__ import annotations
 

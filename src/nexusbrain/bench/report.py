@@ -28,7 +28,6 @@ PACKAGES = (
     "pydantic",
     "uvicorn",
     "orjson",
-    "httpx",
     "psutil",
 )
 SOURCE = Path(__file__).resolve().parents[1]
