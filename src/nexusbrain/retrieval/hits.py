@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from nexusbrain.records import Chunk, Hit, Trace
+from nexusbrain.records import Chunk, DocumentHead, Hit, Trace
 from nexusbrain.storage.base import DocumentStore
 
 
-def build_hits(store: DocumentStore, ranked: Sequence[tuple[int, float, Trace]]) -> list[Hit]:
-    """Hits in the given order, ranks from 1. Chunks that vanished meanwhile are skipped."""
-    found = store.fetch_chunks([chunk_id for chunk_id, _, _ in ranked])
+def build_hits(
+    ranked: Sequence[tuple[int, float, Trace]],
+    found: Mapping[int, tuple[Chunk, DocumentHead]],
+) -> list[Hit]:
+    """Hits in the given order, ranks from 1, from the chunks `found` (the store's
+    `fetch_chunks` of at least these ids). Chunks that vanished meanwhile are skipped."""
     hits: list[Hit] = []
     for chunk_id, score, trace in ranked:
         if chunk_id not in found:

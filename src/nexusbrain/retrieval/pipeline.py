@@ -21,7 +21,9 @@ import numpy as np
 from nexusbrain.config import LexicalConfig
 from nexusbrain.embeddings import Embedder
 from nexusbrain.records import (
+    Chunk,
     Confidence,
+    DocumentHead,
     Hit,
     RetrieverScore,
     Scored,
@@ -137,21 +139,27 @@ class Searcher:
     ) -> Answer:
         ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
         kept = _above_floor(ranked.fused, config.min_relative_score)
-        sure = self._confidence(ranked, kept, config)
+        # one read of the chunks: the best one (for the confidence) and those shown
+        chunks = self.store.fetch_chunks([f.chunk_id for f in kept[: max(k, 1)]])
+        sure = self._confidence(ranked, kept, config, chunks)
         shown = [] if sure is not None and sure.weak and config.withhold_weak else kept[:k]
         positions = _Positions(ranked.lists)
         traced = [
             _traced(f, i, ranked, positions, config.fusion, sure) for i, f in enumerate(shown, 1)
         ]
-        return Answer(build_hits(self.store, traced), ranked, kept, sure)
+        return Answer(build_hits(traced, chunks), ranked, kept, sure)
 
     def _confidence(
-        self, ranked: Ranked, kept: list[Fused], config: SearchConfig
+        self,
+        ranked: Ranked,
+        kept: list[Fused],
+        config: SearchConfig,
+        chunks: Mapping[int, tuple[Chunk, DocumentHead]],
     ) -> Confidence | None:
         """From the query tokens the best hit holds in any of its indexed columns."""
         if not kept:
             return None
-        found = self.store.fetch_chunks([kept[0].chunk_id]).get(kept[0].chunk_id)
+        found = chunks.get(kept[0].chunk_id)
         held: set[str] = set()
         if found is not None:
             chunk = found[0]
