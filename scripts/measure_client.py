@@ -17,7 +17,7 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import httpx
@@ -103,10 +103,10 @@ def _httpx_load(url: str, calls: list[Call], clients: int) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    _check({status: 1 for status in statuses})
+    _check(statuses)
 
 
-def _check(statuses: dict[int, int]) -> None:
+def _check(statuses: Iterable[int]) -> None:
     bad = [status for status in statuses if not 200 <= status < 300]
     if bad:
         raise SystemExit(f"the server answered {bad}")

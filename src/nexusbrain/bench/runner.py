@@ -319,7 +319,7 @@ def _replicated(
             wait_for_answer(server.url, _search(queries[0], SearchMode.BALANCED), 300, server.alive)
         urls = [first.url] + [server.url for server in more]
         calls = [_search(q, SearchMode.BALANCED) for q in queries]
-        warm = [call for call in calls[:WARMUP] for _ in range(replicas * config.workers)]
+        warm = calls[:WARMUP] * (replicas * config.workers)
         run_calls(urls, warm, clients=replicas * config.workers)
         return _summary(run_calls(urls, calls, clients=config.concurrency))
     finally:

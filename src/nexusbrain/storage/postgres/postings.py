@@ -161,17 +161,17 @@ def joined(
     pids: bytes, tfs: bytes, counts: Sequence[int], wide: Sequence[bool]
 ) -> tuple[Ids, NDArray[np.int64]]:
     """`unpacked` for a token's segments whose arrays were joined in the database: the
-    segments' posting counts and widths say where each one's frequencies end."""
-    pid_array = np.frombuffer(pids, "<i4").astype(np.int64)
+    segments' posting counts and widths say where each one's arrays end. When every segment
+    is narrow (nearly always) the joined arrays are read whole."""
     if not any(wide):
+        pid_array = np.frombuffer(pids, "<i4").astype(np.int64)
         return pid_array, np.frombuffer(tfs, "<i2").reshape(-1, COLUMNS).astype(np.int64)
-    parts, at = [], 0
+    rows, at_pid, at_tf = [], 0, 0
     for n, is_wide in zip(counts, wide, strict=True):
-        width = 4 if is_wide else 2
-        end = at + width * COLUMNS * n
-        parts.append(np.frombuffer(tfs[at:end], "<i4" if is_wide else "<i2").reshape(-1, COLUMNS))
-        at = end
-    return pid_array, np.concatenate(parts).astype(np.int64)
+        tf_end = at_tf + (4 if is_wide else 2) * COLUMNS * n
+        rows.append((pids[at_pid : at_pid + 4 * n], tfs[at_tf:tf_end], is_wide))
+        at_pid, at_tf = at_pid + 4 * n, tf_end
+    return unpacked(rows)
 
 
 class LivePids:
