@@ -36,6 +36,7 @@ from nexusbrain.retrieval.hits import build_hits
 from nexusbrain.retrieval.modes import SearchConfig
 from nexusbrain.retrieval.prf import rm3_terms, rocchio
 from nexusbrain.retrieval.terms import query_terms
+from nexusbrain.retrieval.turns import Turns
 from nexusbrain.storage.analyzer import tokens
 from nexusbrain.storage.base import DenseIndex, DocumentStore, LexicalHits, LexicalIndex
 
@@ -85,7 +86,7 @@ class Searcher:
         self.embedder = embedder
         self.index = index
         self._at_once = at_once
-        self._turns = threading.BoundedSemaphore(at_once)
+        self._turns = Turns(at_once)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
