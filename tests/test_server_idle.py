@@ -1,14 +1,20 @@
 """The server's main loop stays asleep while nothing happens: it wakes once a second (uvicorn's
-own wakes ten times), and a stop request wakes it at once rather than at its next tick."""
+own wakes ten times), and a stop request wakes it at once rather than at its next tick; and
+it starts settled (warmed, its objects frozen), so that its first answers do not pay for that."""
 
 from __future__ import annotations
 
+import gc
 import signal
 import threading
 import time
+from pathlib import Path
 
-from nexusbrain.api.server import _Server, listen, uvicorn_config
-from nexusbrain.config import server_settings
+import pytest
+
+from nexusbrain.api.server import _Server, _settle, listen, uvicorn_config
+from nexusbrain.brain import Brain
+from nexusbrain.config import Profile, Settings, server_settings
 
 
 async def _app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
@@ -53,3 +59,22 @@ def test_the_main_loop_ticks_once_a_second_and_wakes_for_a_stop() -> None:
         server.should_exit = True
         thread.join(10)
         listener.close()
+
+
+def test_a_process_ready_to_answer_has_warmed_its_brain_and_frozen_what_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Objects a ready server holds stay out of the collector's full passes, which walked
+    them all while the requests queued in that process waited."""
+    with Brain.open(settings=Settings(db=tmp_path / "b.db", embedder=Profile.HASHING)) as brain:
+        brain.ingest_markdown("# Keys\n\nthe deploy key rotates monthly", uri="k.md")
+        warmed: list[bool] = []
+        warm = brain.warm
+        monkeypatch.setattr(brain, "warm", lambda: warmed.append(True) or warm())
+        assert gc.get_freeze_count() == 0
+        try:
+            _settle(brain)
+            assert warmed == [True]
+            assert gc.get_freeze_count() > len(gc.get_objects()) // 2
+        finally:
+            gc.unfreeze()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from nexusbrain.brain import Brain
 from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings import load_embedder
-from nexusbrain.records import Scored
+from nexusbrain.records import MarkdownNote, Scored
 from nexusbrain.storage.sqlite import index_cache_path
 from nexusbrain.storage.sqlite.store import SQLiteStore
 from nexusbrain.storage.vector_index import (
@@ -175,9 +175,12 @@ def test_a_cache_file_with_rows_of_the_wrong_shape_or_type_is_ignored(
         assert started.search(started.centre(vector), 5) == fresh.search(fresh.centre(vector), 5)
 
 
-def test_every_float16_value_is_converted_as_numpy_converts_it() -> None:
-    every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(256, 256)
-    assert np.array_equal(_single(every), every.astype(np.float32), equal_nan=True)
+def test_every_finite_float16_value_is_converted_as_numpy_converts_it() -> None:
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    finite = every[np.isfinite(every)]  # subnormals, both zeros and both signs among them
+    assert len(finite) == 2**16 - 2 * 1024
+    got, want = _single(finite.reshape(-1, 8)), finite.astype(np.float32).reshape(-1, 8)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))  # -0.0 too
 
 
 @settings(max_examples=200, deadline=None)
@@ -337,10 +340,53 @@ def test_a_start_from_the_cache_takes_the_rows_derived_parts_from_it(tmp_path: P
     np.savez(older, **{k: v for k, v in kept.items() if k not in ("sq", "codes", "total")})
     moved = tmp_path / "moved.npz"
     np.savez(moved, **(kept | {"reference": kept["reference"] + 1}))
-    for file in (cache, older, moved):
+    assert kept["codes"].flags.f_contiguous and kept["codes"].shape[1] > 1
+    row_major = tmp_path / "row_major.npz"  # codes as caches kept them before
+    np.savez(row_major, **(kept | {"codes": np.ascontiguousarray(kept["codes"])}))
+    for file in (cache, older, moved, row_major):
         started = index_on(path, config, file)
         started.sync()
         assert np.array_equal(started._rows.total, built._rows.total)
         assert np.array_equal(started._rows.codes, built._rows.codes)
+        assert started._rows.codes.flags.f_contiguous
         for query in queries:
             assert started.search(query, 10) == built.search(query, 10)
+        started.close()  # a cache without the derived parts, or row-major, is rewritten
+        with np.load(file) as data:
+            assert np.array_equal(data["codes"], kept["codes"])
+            assert data["codes"].flags.f_contiguous
+
+
+def mapped_kib(path: Path) -> int:
+    """The resident KiB of this process's maps of `path` (/proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5:  # a mapping's first line
+            inside = line.endswith(str(path))
+        elif inside and head[0] == "Rss:":
+            total += int(head[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc")
+def test_warming_reads_every_page_of_the_mapped_vectors(tmp_path: Path) -> None:
+    """A server warms its index before it answers, so that its first searches do not each
+    wait on page faults for the candidates' rows of the mapped cache file."""
+    path = tmp_path / "b.db"
+    with open_brain(path) as brain:
+        for n in range(0, 2000, 250):
+            texts = [f"# Note {i}\n\nitem{i} {WORDS[i % len(WORDS)]}" for i in range(n, n + 250)]
+            brain.ingest_markdown_batch(
+                [MarkdownNote(t, uri=f"n/{n + i}.md") for i, t in enumerate(texts)]
+            )
+    cache = tmp_path / "vectors.npz"
+    config = IndexConfig(exact_max=0, candidates=40)
+    index_on(path, config, cache).refresh()
+    started = index_on(path, config, cache)
+    started.sync()  # opened from the cache file: the rows' vectors not read yet
+    vectors_kib = started._rows.half.nbytes // 1024
+    assert vectors_kib >= 900
+    assert mapped_kib(cache) < vectors_kib / 2
+    started.warm()
+    assert mapped_kib(cache) >= vectors_kib

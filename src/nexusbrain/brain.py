@@ -327,6 +327,13 @@ class Brain:
         if self._index is not None:
             self._index.refresh()
 
+    def warm(self) -> None:
+        """Load now what a search reads and the first searches would each wait for (the
+        dense index up to date, its vectors' pages read): a server does it before it answers.
+        A one-off command does not: it reads the few pages its one search needs."""
+        if self._index is not None:
+            self._index.warm()
+
     def dense_index_status(self) -> dict[str, Any]:
         """Which dense index this brain's model has in the database, if any, and what this
         process searches with (`searching`: set when it opened)."""

@@ -251,6 +251,11 @@ class DenseIndex(Protocol):
         """Catch up with the store now, and persist what a restart would otherwise rebuild."""
         ...
 
+    def warm(self) -> None:
+        """Catch up with the store, and load now what the first searches would each wait
+        for (a server's, before it answers)."""
+        ...
+
     def close(self) -> None: ...
 
 

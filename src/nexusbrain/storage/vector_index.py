@@ -9,6 +9,7 @@ cache file beside the database so that a restart does not read every vector out 
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import threading
 import zipfile
@@ -64,10 +65,11 @@ _BUFFERED = ("ids", "docs", "half", "sq", "codes")  # the per-row arrays of _Buf
 # A float16 value in [-1, 1] times 2**24 is a whole number: summed as integers, the vectors'
 # total is exact, so the centre is the same whatever order the rows came and went in.
 _EXACT = float(2**24)
-# Every float16 value as float32, indexed by its bits. numpy converts float16 one value at a
-# time; a lookup in this 256 KB table gives the very same values two to three times faster,
-# and the conversion of rescored rows was most of a quantized search's time.
-_SINGLE = np.arange(2**16, dtype=np.uint16).view(np.float16).astype(np.float32)
+# A float16's bits shifted left by 13 are the float32 bits of that value times 2**-112, for
+# normal and subnormal values alike (the exponent field lands 112 short of float32's bias):
+# see _single.
+_UNBIAS = np.float32(2.0**112)
+_SIGN_AND_BELOW = np.int32(-0x70000001)  # 0x8FFFFFFF: the sign bit, and the bits under 28
 
 
 class _Buffers:
@@ -94,7 +96,7 @@ class _Buffers:
             np.empty(capacity, np.int64),
             np.empty((capacity, rows.half.shape[1]), np.float16),
             np.empty(capacity, np.float32),
-            np.empty((capacity, rows.codes.shape[1]), np.uint64),
+            np.empty((capacity, rows.codes.shape[1]), np.uint64, order="F"),
         )
         for name in _BUFFERED:
             getattr(out, name)[:n] = getattr(rows, name)
@@ -137,7 +139,7 @@ class _Rows:
     docs: NDArray[np.int64]
     half: NDArray[np.float16]  # the stored unit vectors, float16 (what is cached)
     sq: NDArray[np.float32]  # |v|² of each row
-    codes: NDArray[np.uint64]  # sign bits of (v - reference), packed
+    codes: NDArray[np.uint64]  # sign bits of (v - reference), packed; word-major (order F)
     full: NDArray[np.float32] | None  # float32 rows while exact search is used
     alive: NDArray[np.bool_]
     dead: int
@@ -175,6 +177,7 @@ class _Rows:
         """Live rows over these very arrays (no room to grow: the first append copies);
         `total` is their exact sum when it is known (the cache file keeps it)."""
         full = _single(half) if len(half) <= exact_max else None
+        codes = np.asfortranarray(codes)  # a cache file of before codes were kept word-major
         alive = np.ones(len(ids), np.bool_)
         buffers = _Buffers(ids, docs, half, sq, codes)
         total = _exact_sum(half) if total is None else total
@@ -356,6 +359,18 @@ class VectorIndex:
     def close(self) -> None:
         self.save()
 
+    def warm(self) -> None:
+        """Catch up with the store, and read a byte of every page of the rows' vectors.
+        They are mapped from the cache file, and a quantized search reads its candidates'
+        rows from all over it, so a new process's first few hundred searches each waited on
+        page faults (about 130 a search at 101k rows, two workers) until every page had
+        been read once."""
+        self.sync()
+        half = self._rows.half
+        if half.size:
+            flat = np.ascontiguousarray(half).reshape(-1).view(np.uint8)
+            np.add.reduce(flat[:: mmap.PAGESIZE], dtype=np.int64)  # the reads are the point
+
     def _start(self) -> None:
         if self._read_cache():
             return
@@ -413,7 +428,8 @@ class VectorIndex:
             exact_max = self.config.exact_max
             self._rows = _Rows.of(ids, docs, half, sq, codes, self._space, exact_max, total)
         self._seq = int(data["seq"])
-        self._unsaved = 0 if derived is not None else 1  # an older cache: rewrite it once
+        current = derived is not None and derived[1].flags.f_contiguous
+        self._unsaved = 0 if current else 1  # an older cache: rewrite it once
         log.info("read %d vectors for %s from %s", len(ids), self.model, self.cache)
         return True
 
@@ -451,7 +467,7 @@ class VectorIndex:
                     docs=rows.docs[rows.alive],
                     half=rows.half[rows.alive],
                     sq=rows.sq[rows.alive],
-                    codes=rows.codes[rows.alive],
+                    codes=np.asfortranarray(rows.codes[rows.alive]),
                     total=rows.total,
                     reference=self._space.reference,
                 )
@@ -551,8 +567,8 @@ class VectorIndex:
         # the query as a stored row would be (float16), so that a row equal to it has its code
         raw = _uncentred(query, rows.center).astype(np.float16)
         mine = _codes(raw[None, :], rows.space.reference)[0]
-        # a word (column) at a time: twice as fast as counting the whole matrix, then summing
-        # its rows
+        # a word (column) at a time: the codes are kept word-major, so each column is
+        # contiguous, several times faster than counting the whole matrix and summing its rows
         distance = np.bitwise_count(codes[:, 0] ^ mine[0]).astype(np.int16)
         for word in range(1, codes.shape[1]):
             distance += np.bitwise_count(codes[:, word] ^ mine[word])
@@ -614,8 +630,16 @@ def _scores(
 
 
 def _single(half: NDArray[np.float16]) -> NDArray[np.float32]:
-    """float16 values as float32: the values `astype` gives (see _SINGLE)."""
-    out: NDArray[np.float32] = np.take(_SINGLE, half.view(np.uint16))
+    """Finite float16 values as float32: the values `astype` gives, about twice as fast (numpy
+    converts float16 one value at a time, and converting the rescored rows was the largest
+    part of a quantized search). Sign-extended to 32 bits and shifted, the sign lands in bits
+    28-31; the mask keeps it in bit 31 alone, and the power of two puts the exponent back. A
+    stored vector is a unit vector, so no value is infinite or NaN."""
+    bits = half.view(np.int16).astype(np.int32)
+    bits <<= 13
+    bits &= _SIGN_AND_BELOW
+    out: NDArray[np.float32] = bits.view(np.float32)
+    out *= _UNBIAS
     return out
 
 
@@ -656,7 +680,7 @@ def _squares_and_codes(
     """|v|² and the sign codes of every row, a block of rows at a time: converting all the
     rows to float32 at once would briefly hold several times the index in memory."""
     sq = np.empty(len(half), np.float32)
-    codes = np.empty((len(half), _words(half.shape[1])), np.uint64)
+    codes = np.empty((len(half), _words(half.shape[1])), np.uint64, order="F")
     for start in range(0, len(half), block):
         part = _single(half[start : start + block])
         sq[start : start + block] = np.einsum("ij,ij->i", part, part)

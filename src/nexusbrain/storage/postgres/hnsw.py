@@ -482,6 +482,9 @@ class PgvectorIndex:
     def refresh(self) -> None:
         self._sync(force=True)
 
+    def warm(self) -> None:
+        self._sync(force=True)  # the graph's pages are the database server's to keep
+
     def close(self) -> None:
         return None
 
