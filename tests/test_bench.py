@@ -162,6 +162,8 @@ def _check_report(report: dict) -> None:  # type: ignore[type-arg]
     assert (incremental["changed_files"], incremental["updated"]) == (2, 2)
     assert incremental["unchanged"] == 198
     latency = scale["latency"]
+    # every worker searched the warm-up queries and the series' queries once, first
+    assert latency["first"]["search balanced"]["count"] == (20 + 10) * 2
     assert len(latency["sequential"]) == 6 and set(latency["concurrent"]) == {
         "search balanced",
         "recall balanced",

@@ -110,6 +110,12 @@ def _ms(series: str, kind: str = "sequential") -> Callable[[Mapping[str, Any]], 
     return cell
 
 
+def _first(scale: Mapping[str, Any]) -> str:
+    """Each worker's first searches for the series' queries (a client a worker, at once)."""
+    found = scale["latency"].get("first")  # a report of before the bench kept it has none
+    return _ms("search balanced", "first")(scale) if found else "-"
+
+
 def _rps(series: str, kind: str) -> Callable[[Mapping[str, Any]], str]:
     def cell(scale: Mapping[str, Any]) -> str:
         rps = scale["latency"][kind][series]["throughput_rps"]
@@ -143,6 +149,7 @@ def _rows(modes: Sequence[str], concurrency: int) -> list[Row]:
             ),
         ),
     ]
+    rows.append(("/search balanced, first time: p50 / p95 / p99 ms", _first))
     for op in ("search", "recall"):
         for mode in modes:
             rows.append((f"/{op} {mode}: p50 / p95 / p99 ms", _ms(f"{op} {mode}")))

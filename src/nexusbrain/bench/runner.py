@@ -22,7 +22,9 @@ from __future__ import annotations
 import shutil
 import statistics
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,16 +264,15 @@ def _serve_and_search(
 ) -> dict[str, Any]:
     warmup, queries = queries[:WARMUP], queries[WARMUP:]
     with ChildServer(db, env, work / "server.log", config.workers) as server:
-        first = _search(warmup[0], SearchMode.BALANCED)
-        answered = wait_for_answer(server.url, first, 300, server.alive)
+        answered = wait_for_answer(
+            server.url, _search(warmup[0], SearchMode.BALANCED), 300, server.alive
+        )
         cold_start = answered - server.started_at
         time.sleep(1.0)
         idle = server.rss()
         with RssSampler(server.rss) as rss:
-            # the warm-up from a client per worker: connections made at once are spread one
-            # to a worker, so none of them meets its first searches inside a timed series
-            warm = [_search(q, SearchMode.BALANCED) for q in warmup] * config.workers
-            run_calls(server.url, warm, clients=config.workers)
+            every = [_search(q, SearchMode.BALANCED) for q in warmup + queries]
+            first = _summary(_warm([server.url], every, config.workers))
             sequential = {}
             for name, calls in _series(queries):
                 phase(f"{label}: {name}, one client", 0, 1)
@@ -293,6 +294,7 @@ def _serve_and_search(
         "latency": {
             "k": K,
             "concurrency": config.concurrency,
+            "first": {"search balanced": first},
             "sequential": sequential,
             "concurrent": concurrent,
         },
@@ -319,12 +321,29 @@ def _replicated(
             wait_for_answer(server.url, _search(queries[0], SearchMode.BALANCED), 300, server.alive)
         urls = [first.url] + [server.url for server in more]
         calls = [_search(q, SearchMode.BALANCED) for q in queries]
-        warm = calls[:WARMUP] * (replicas * config.workers)
-        run_calls(urls, warm, clients=replicas * config.workers)
+        _warm(urls[1:], calls, (replicas - 1) * config.workers)  # the first server is warm
         return _summary(run_calls(urls, calls, clients=config.concurrency))
     finally:
         for server in more:
             server.stop()
+
+
+def _warm(urls: list[str], calls: list[Call], clients: int) -> LoadResult:
+    """Every worker of these servers answers each call once before anything is timed:
+    `clients` connections made at once (one a worker: they are spread evenly, and client n
+    talks to url n mod their count), each sending every call. A worker's first search for a
+    word reads that word's postings from the database, about twice a cached search's cost;
+    warmed on only a few queries, the worker that had answered the one-client series met
+    none of the concurrent series' words first, and the other met all of them there. What
+    the warm-up took is reported too: each worker's first searches for these queries."""
+    with ThreadPoolExecutor(clients) as pool:
+        done = [pool.submit(run_calls, urls[n % len(urls)], calls) for n in range(clients)]
+        results = [future.result() for future in done]
+    milliseconds = tuple(ms for result in results for ms in result.milliseconds)
+    statuses = Counter[int]()
+    for result in results:
+        statuses.update(result.statuses)
+    return LoadResult(milliseconds, max(r.wall_seconds for r in results), dict(statuses))
 
 
 def _series(
