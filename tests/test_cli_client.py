@@ -39,6 +39,7 @@ HEAVY = (
     "nexusbrain.brain",
     "nexusbrain.storage",
     "nexusbrain.views",
+    "nexusbrain.config",  # its settings are dataclasses, compiled at import (environment.py)
 )
 NOTES = {
     "deploy.md": "# Deploy\n\nThe deploy failed: the signing key expired.\n\n## Fix\n\n"

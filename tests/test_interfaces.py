@@ -23,6 +23,7 @@ LAYERS = (
             "errors",
             "clock",
             "config",
+            "environment",
             "discovery",
             "wire",
             "envelopes",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nexusbrain.config import pin_blas_threads
+from nexusbrain.environment import pin_blas_threads
 
 pin_blas_threads()
 

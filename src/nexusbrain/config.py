@@ -1,5 +1,6 @@
-"""Settings: frozen objects with their defaults committed here, and the one reader of the
-environment. Nothing else in the package reads `os.environ`.
+"""Settings: frozen objects with their defaults committed here, and the reader of the
+environment (with environment.py, which holds what the command line's fast path needs).
+Nothing else in the package reads `os.environ`.
 
 The variables, all optional:
 
@@ -32,13 +33,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nexusbrain.environment import environ_of, resolve_db
 from nexusbrain.errors import ConfigError
 
 if TYPE_CHECKING:
     from nexusbrain.envelopes import Envelope
 
-# The command line's fast path imports this module (cli/client.py): what only the server or
-# a default path needs (envelopes, platformdirs) is imported where it is used.
+# What only the server or a default path needs (envelopes, platformdirs) is imported where
+# it is used.
 
 DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
@@ -60,14 +62,6 @@ HNSW_EF_SEARCH = 200  # candidates a search reads from the index and rescores
 # maintenance_work_mem for a build: while the graph fits in it the build stays in memory;
 # past that PostgreSQL says so (passed on as progress) and goes on much more slowly
 HNSW_BUILD_MEMORY = "512MB"
-
-
-def pin_blas_threads() -> None:
-    """One BLAS thread unless the user says otherwise: search multiplies one query vector by
-    the chunk matrix, a product too small for threads to pay (docs/tuning.md). Takes effect
-    only before numpy is imported."""
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(name, "1")
 
 
 class Profile(StrEnum):
@@ -232,7 +226,7 @@ class Settings:
     ) -> Settings:
         """The brain's settings: `db` (the --db flag) else BRAIN_DB_URL, else BRAIN_DB_PATH,
         else brain.db in the platform's data directory; the rest from BRAIN_* variables."""
-        env = _environ(environ)
+        env = environ_of(environ)
         capture = CaptureConfig(
             enabled=_flag(env, "BRAIN_CAPTURE"),
             max_rows=_count(env, "BRAIN_CAPTURE_MAX_ROWS", CAPTURE_MAX_ROWS),
@@ -250,18 +244,6 @@ class Settings:
         )
 
 
-def resolve_db(explicit: str | Path | None, environ: Mapping[str, str] | None = None) -> str:
-    """--db, else BRAIN_DB_URL, else BRAIN_DB_PATH, else brain.db in the user data directory."""
-    env = _environ(environ)
-    chosen = explicit or env.get("BRAIN_DB_URL") or env.get("BRAIN_DB_PATH")
-    if chosen:
-        text = str(chosen)
-        return text if "://" in text else str(Path(text).expanduser())
-    import platformdirs
-
-    return str(Path(platformdirs.user_data_dir("nexusbrain")) / "brain.db")
-
-
 def server_settings(
     host: str | None = None,
     port: int | None = None,
@@ -272,7 +254,7 @@ def server_settings(
     rate limit and envelope from BRAIN_API_TOKEN, BRAIN_RATE_* and BRAIN_ENVELOPE; the names
     the server answers to beside loopback's and the proxies it believes, from
     BRAIN_ALLOWED_HOSTS and BRAIN_TRUSTED_PROXIES (comma-separated)."""
-    env = _environ(environ)
+    env = environ_of(environ)
     rate = RateLimit(
         rate=_number(env, "BRAIN_RATE_LIMIT", DEFAULT_RATE),
         burst=int(_number(env, "BRAIN_RATE_BURST", DEFAULT_BURST)),
@@ -290,28 +272,9 @@ def server_settings(
     )
 
 
-def api_token(environ: Mapping[str, str] | None = None) -> str | None:
-    """BRAIN_API_TOKEN, which clients of a running server send as a bearer token."""
-    return _environ(environ).get("BRAIN_API_TOKEN") or None
-
-
-def server_url(environ: Mapping[str, str] | None = None) -> str | None:
-    """BRAIN_URL: the running server the command line sends its requests to, e.g.
-    http://127.0.0.1:8765 (without it, the discovery file beside the database says)."""
-    url = _environ(environ).get("BRAIN_URL", "").strip().rstrip("/")
-    if not url:
-        return None
-    scheme, _, rest = url.partition("://")
-    if scheme not in ("http", "https") or not rest or "/" in rest:
-        raise ConfigError(
-            f"BRAIN_URL={url!r} is not a server address: use e.g. http://127.0.0.1:8765"
-        )
-    return url
-
-
 def evals_dir(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path:
     """BRAIN_EVALS_DIR, else `.nexusbrain-evals` at the git root above `cwd`, else in `cwd`."""
-    env = _environ(environ)
+    env = environ_of(environ)
     if env.get("BRAIN_EVALS_DIR"):
         return Path(env["BRAIN_EVALS_DIR"]).expanduser()
     here = (cwd or Path.cwd()).resolve()
@@ -324,7 +287,7 @@ def evals_dir(environ: Mapping[str, str] | None = None, cwd: Path | None = None)
 def answer_settings(environ: Mapping[str, str] | None = None) -> AnswerSettings:
     """BRAIN_ANSWER_BASE_URL and BRAIN_ANSWER_MODEL (both needed), BRAIN_ANSWER_API_KEY (else
     OPENAI_API_KEY), BRAIN_ANSWER_JUDGE_MODEL, and BRAIN_ANSWER_PRICE_IN / _OUT."""
-    env = _environ(environ)
+    env = environ_of(environ)
     missing = [n for n in ("BRAIN_ANSWER_BASE_URL", "BRAIN_ANSWER_MODEL") if not env.get(n)]
     if missing:
         raise ConfigError(
@@ -367,10 +330,6 @@ def _envelope(name: str | None) -> Envelope:
     from nexusbrain.envelopes import DEFAULT_ENVELOPE, envelope_named
 
     return envelope_named(name or DEFAULT_ENVELOPE)
-
-
-def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
-    return os.environ if environ is None else environ
 
 
 def _count(environ: Mapping[str, str], name: str, default: int) -> int:

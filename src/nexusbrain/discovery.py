@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nexusbrain import wire
-from nexusbrain.config import api_token, resolve_db, server_url
+from nexusbrain.environment import api_token, resolve_db, server_url
 from nexusbrain.errors import BrainError
 
 SUFFIX = ".server.json"

@@ -20,7 +20,8 @@ from nexusbrain.cli.eval_targets import open_brain, scratch_factory
 from nexusbrain.cli.render import Bars
 from nexusbrain.cli.sweep_targets import BrainReplayTarget, replay_copy
 from nexusbrain.clock import utc_now
-from nexusbrain.config import answer_settings, resolve_db
+from nexusbrain.config import answer_settings
+from nexusbrain.environment import resolve_db
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals.answer import AnswerConfig
 from nexusbrain.evals.bootstrap import DEFAULT_RESAMPLES

@@ -19,7 +19,8 @@ import orjson
 
 from nexusbrain import storage
 from nexusbrain.brain import Brain
-from nexusbrain.config import CaptureConfig, Profile, Settings, api_token
+from nexusbrain.config import CaptureConfig, Profile, Settings
+from nexusbrain.environment import api_token
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals.answer import Passage
 from nexusbrain.evals.targets import Retrieved, SearchRequest, Workspace, WorkspaceFactory
