@@ -44,6 +44,14 @@ def _dense_line(value: dict[str, Any]) -> str:
     )
 
 
+def _say(value: dict[str, Any], as_json: bool, after: str = "") -> None:
+    """The index's status as JSON, or as a line (with `after` at its end)."""
+    if as_json:
+        emit(value)
+    else:
+        click.echo(_dense_line(value) + after)
+
+
 @dense_index.command("status")
 @json_option
 @click.pass_context
@@ -54,11 +62,7 @@ def dense_status(ctx: click.Context, as_json: bool) -> None:
     Example:
       nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index status
     """
-    value = brain_of(ctx).dense_index_status()
-    if as_json:
-        emit(value)
-    else:
-        click.echo(_dense_line(value))
+    _say(brain_of(ctx).dense_index_status(), as_json)
 
 
 @dense_index.command("build")
@@ -98,10 +102,7 @@ def dense_build(
         m=m, ef_construction=ef_construction, memory=memory, progress=say
     )
     value["seconds"] = round(time.perf_counter() - started, 1)
-    if as_json:
-        emit(value)
-    else:
-        click.echo(_dense_line(value) + f" in {value['seconds']} s")
+    _say(value, as_json, f" in {value['seconds']} s")
 
 
 @dense_index.command("drop")
@@ -114,8 +115,4 @@ def dense_drop(ctx: click.Context, as_json: bool) -> None:
     Example:
       nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index drop
     """
-    value = brain_of(ctx).drop_dense_index()
-    if as_json:
-        emit(value)
-    else:
-        click.echo(_dense_line(value))
+    _say(brain_of(ctx).drop_dense_index(), as_json)
