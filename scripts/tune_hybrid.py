@@ -33,6 +33,7 @@ from nexusbrain.brain import Brain
 from nexusbrain.config import Settings, parse_profile
 from nexusbrain.errors import NotFound
 from nexusbrain.evals.bootstrap import comparison_seed, paired_bootstrap
+from nexusbrain.evals.locomo import session_time
 from nexusbrain.evals.metrics import graded_ndcg_at_k, ndcg_at_k, recall_at_k
 from nexusbrain.ingest.conversation import Session, Turn
 from nexusbrain.records import SearchFilters, SearchMode
@@ -176,7 +177,7 @@ def fill_locomo(samples: list[dict]) -> Callable[[Brain], None]:
             for key, turns in conv.items():
                 if not re.fullmatch(r"session_\d+", key) or not turns:
                     continue
-                stamp = conv.get(f"{key}_date_time")
+                stamp = session_time(conv.get(f"{key}_date_time"))
                 sessions.append(
                     Session(
                         id=key,

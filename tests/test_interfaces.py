@@ -22,6 +22,7 @@ LAYERS = (
             "records",
             "errors",
             "clock",
+            "dates",
             "config",
             "environment",
             "discovery",

@@ -28,6 +28,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ CATEGORIES: Mapping[int, str] = {
 ADVERSARIAL = 5
 DEFAULT_METRICS = ("recall@5", "recall@10", "ndcg@10")
 
+LOCOMO_DATE = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 _DIA_ID = re.compile(r"D\s*:?\s*0*(\d+)\s*:\s*0*(\d+)")
 _SESSION_KEY = re.compile(r"session_(\d+)")
 
@@ -183,6 +185,17 @@ def _session(number: int, conversation: Mapping[str, Any]) -> LocomoSession:
     return LocomoSession(number, str(date) if date else None, tuple(turns))
 
 
+def session_time(text: str | None) -> str | None:
+    """A LoCoMo session date ("1:56 pm on 8 May, 2023") as ISO-8601, the form the ingest
+    path reads a time in (naive: LoCoMo gives no time zone); unparseable text is kept."""
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text.strip(), LOCOMO_DATE).isoformat()
+    except ValueError:
+        return text
+
+
 def sessions_of(sample: LocomoSample, *, captions: bool = True) -> list[Session]:
     """The sample's sessions as the conversation ingest path takes them."""
     return [
@@ -192,7 +205,7 @@ def sessions_of(sample: LocomoSample, *, captions: bool = True) -> list[Session]
                 Turn(role=t.speaker, content=t.content(captions), id=t.dia_id) for t in s.turns
             ),
             conversation=sample.sample_id,
-            timestamp=s.date,
+            timestamp=session_time(s.date),
         )
         for s in sample.sessions
         if any(t.content(captions).strip() for t in s.turns)

@@ -26,12 +26,12 @@ from typing import Any
 from nexusbrain.evals.locomo import (
     ADVERSARIAL,
     CATEGORIES,
+    LOCOMO_DATE,
     LocomoQuestion,
     LocomoSample,
     normalise_evidence,
 )
 
-_LOCOMO_DATE = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 _LONGMEMEVAL_DATE = "%Y/%m/%d (%a) %H:%M"  # "2023/05/08 (Mon) 13:56"
 
 
@@ -40,7 +40,7 @@ def longmemeval_date(text: str | None) -> str:
     if not text:
         return ""
     try:
-        return datetime.strptime(text.strip(), _LOCOMO_DATE).strftime(_LONGMEMEVAL_DATE)
+        return datetime.strptime(text.strip(), LOCOMO_DATE).strftime(_LONGMEMEVAL_DATE)
     except ValueError:
         return text
 

@@ -3,17 +3,20 @@
 A session is rendered as a transcript, one `speaker: text` block per turn separated by a blank
 line. Each turn's chunk spans exactly its block, so a turn hit cites its lines, and the session
 document is the session-level unit (best chunk per document). A turn keeps its own id (for
-example a LoCoMo dia_id) as the chunk's `unit`.
+example a LoCoMo dia_id) as the chunk's `unit`. A turn with a time (its own, or its session's)
+names its day in its heading ("Session 3, 9 November 2022") and is indexed with that day's and
+month's tokens (nexusbrain/dates.py), so a question that names the day finds it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from nexusbrain.clock import parse_time
+from nexusbrain.dates import day_tokens, spoken, stamp_day
 from nexusbrain.errors import InvalidInput
 from nexusbrain.ingest.documents import Prepared
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind
@@ -66,8 +69,10 @@ def prepare_session(
             offset += len(TURN_SEPARATOR)
             line += TURN_SEPARATOR.count("\n")
         if _indexed(turn, index_roles):
-            chunk = _turn_chunk(session, turn, index, len(chunks), block, offset, line)
-            chunks.append(replace(chunk, context=_around(parts, visible, index)))
+            around = _around(parts, visible, index)
+            chunks.append(
+                _turn_chunk(session, turn, index, len(chunks), block, offset, line, around)
+            )
         offset += len(block)
         line += block.count("\n")
     content = TURN_SEPARATOR.join(parts)
@@ -94,28 +99,43 @@ def _indexed(turn: Turn, roles: frozenset[str] | None) -> bool:
 
 
 def _turn_chunk(
-    session: Session, turn: Turn, index: int, ordinal: int, block: str, offset: int, line: int
+    session: Session,
+    turn: Turn,
+    index: int,
+    ordinal: int,
+    block: str,
+    offset: int,
+    line: int,
+    context: str,
 ) -> ChunkDraft:
     meta: dict[str, Any] = {"role": turn.role, "turn": index}
-    if turn.timestamp or session.timestamp:
-        meta["timestamp"] = turn.timestamp or session.timestamp
+    when = turn.timestamp or session.timestamp
+    day = stamp_day(when) if when else None
+    if when:
+        meta["timestamp"] = when
+    if day:
+        context = "\n".join([context, *day_tokens(day)])
     return ChunkDraft(
         ordinal=ordinal,
         char_start=offset,
         char_end=offset + len(block),
         line_start=line,
         line_end=line + block.count("\n"),
-        heading_path=(f"Session {session.id}",),
+        # the day as a person writes it, as a markdown chunk's heading names its section
+        heading_path=(f"Session {session.id}" + (f", {spoken(day)}" if day else ""),),
         text=block,
         unit=turn.id or f"{session.id}:{index}",
         meta=meta,
+        context=context,
     )
 
 
 def _session_draft(
     session: Session, domain: str, content: str, roles: frozenset[str] | None
 ) -> DocumentDraft:
-    hashed = content + "\x00roles=" + ",".join(sorted(roles or ()))
+    # the times are part of what is indexed (headings, day tokens), not of the content
+    times = [session.timestamp or "", *(t.timestamp or "" for t in session.turns)]
+    hashed = content + "\x00roles=" + ",".join(sorted(roles or ())) + "\x00times=" + ",".join(times)
     metadata: dict[str, Any] = {"session": session.id, **session.metadata}
     if session.conversation:
         metadata["conversation"] = session.conversation

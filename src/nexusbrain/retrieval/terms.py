@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from nexusbrain.dates import named_tokens
+
 # Lucene's classic English stop set (the one Anserini's BM25 baselines use).
 STOPWORDS = frozenset(
     {
@@ -65,10 +67,13 @@ def query_terms(
     it for that: storage/bm25.py).
 
     Stopwords (Lucene's set, or with `extended_stopwords` also question and function words)
-    are dropped unless that would leave nothing: a query of only stopwords still searches."""
+    are dropped unless that would leave nothing: a query of only stopwords still searches.
+    A day or month that the text names ("on 9 November, 2022") adds its token, which the
+    turns said then are indexed with (nexusbrain/dates.py)."""
     words = [w.lower() for w in _WORD.findall(text)]
+    days = named_tokens(text)
     if not drop_stopwords:
-        return words
+        return words + days
     stop = FEEDBACK_STOPWORDS if extended_stopwords else STOPWORDS
     kept = [w for w in words if w not in stop]
-    return kept or words
+    return (kept or words) + days

@@ -1,0 +1,88 @@
+"""Calendar days and months, as lexical index tokens (pure).
+
+A conversation turn is indexed with the day and the month it was said in
+(ingest/conversation.py), and a query that names a day ("on 9 November, 2022", "8th December
+2023", "2022-11-09") or a month ("in May 2023") also searches for that day's or month's token
+(retrieval/terms.py). So "what did Nate cook on 9 November, 2022?" finds that day's turns even
+when none of them says the date, which a turn rarely does: the date is the session's, not the
+words'. A token is one run of ASCII letters and digits (`day20221109`, `month202211`), which the
+analyzer keeps whole and its stemmer leaves alone.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+
+_MONTHS = (
+    "january february march april may june july august september october november december"
+).split()
+# a month by its name or its first three letters (and "sept"), any case
+_MONTH = r"(?P<{}>(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*)\.?"
+_DAY = r"(?P<{}>\d{{1,2}})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<{}>\d{{4}})"
+_NAMED = re.compile(
+    r"\b(?:"
+    + r"(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})"  # 2022-11-09
+    + rf"|{_DAY.format('ad')}\s+(?:of\s+)?{_MONTH.format('am')},?\s+{_YEAR.format('ay')}"
+    + rf"|{_MONTH.format('bm')}\s+{_DAY.format('bd')},?\s+{_YEAR.format('by')}"
+    + rf"|{_MONTH.format('cm')},?\s+{_YEAR.format('cy')}"  # a month only
+    + r")(?!\d)",
+    re.IGNORECASE,
+)
+
+
+def day_token(day: date) -> str:
+    return f"day{day:%Y%m%d}"
+
+
+def month_token(day: date) -> str:
+    return f"month{day:%Y%m}"
+
+
+def stamp_day(stamp: str) -> date | None:
+    """The day of an ISO-8601 time on its own calendar (the day as written, not as UTC has
+    it: "23:30-05:00" is said on the evening's day); None when `stamp` is not ISO-8601."""
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).date()
+    except ValueError:
+        return None
+
+
+def day_tokens(day: date) -> list[str]:
+    """What a text said on `day` is indexed with: its day's and its month's tokens."""
+    return [day_token(day), month_token(day)]
+
+
+def spoken(day: date) -> str:
+    """The day as a person writes it: "9 November 2022"."""
+    return f"{day.day} {day:%B %Y}"
+
+
+def named_tokens(text: str) -> list[str]:
+    """A token for each day or month that `text` names, in order: a day when it gives day,
+    month and year, a month when it gives month and year. A day that no calendar has (31
+    February) and a month word that is no month name ("mayhem") name nothing."""
+    found: list[str] = []
+    for match in _NAMED.finditer(text):
+        parts = {k: v for k, v in match.groupdict().items() if v is not None}
+        day: int | None
+        if "iy" in parts:
+            year, month, day = int(parts["iy"]), int(parts["im"]), int(parts["id"])
+        else:
+            year = int(parts.get("ay") or parts.get("by") or parts["cy"])
+            month = _month(parts.get("am") or parts.get("bm") or parts["cm"])
+            found_day = parts.get("ad") or parts.get("bd")
+            day = int(found_day) if found_day else None
+        try:
+            named = date(year, month, 1 if day is None else day)
+        except ValueError:
+            continue
+        found.append(month_token(named) if day is None else day_token(named))
+    return found
+
+
+def _month(word: str) -> int:
+    """The month a word names, or 0 (no month) for a word that only starts like one."""
+    word = word.lower()
+    return next((n for n, name in enumerate(_MONTHS, start=1) if name.startswith(word)), 0)

@@ -1,0 +1,117 @@
+"""Days and months as index tokens: a question that names a day finds what was said that day."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nexusbrain.brain import Brain
+from nexusbrain.dates import day_token, month_token, named_tokens, spoken, stamp_day
+from nexusbrain.ingest.conversation import Session, Turn, prepare_session
+from nexusbrain.retrieval.terms import query_terms
+from nexusbrain.storage.analyzer import tokens
+
+NOV_9 = "day20221109"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What dish did Nate make on 9 November, 2022?",
+        "on 9th November 2022",
+        "the 9th of November, 2022",
+        "November 9, 2022",
+        "nov 9th 2022",
+        "Nov. 9 2022",
+        "2022-11-09",
+        "since 2022-11-09T08:30:00Z",
+    ],
+)
+def test_the_ways_a_person_writes_a_day_name_it(text: str) -> None:
+    assert named_tokens(text) == [NOV_9]
+
+
+def test_a_month_with_its_year_names_the_month_and_nothing_else_names_anything() -> None:
+    assert named_tokens("What did Maria start in December 2023?") == ["month202312"]
+    assert named_tokens("Sept, 2021 and 2023-03-05") == ["month202109", "day20230305"]
+    for text in ("31 February 2022", "mayhem 2022", "in 2022", "November 9", "9/11/2022"):
+        assert named_tokens(text) == [], text
+
+
+@given(st.dates(min_value=date(1000, 1, 1)))
+def test_a_day_written_out_or_in_iso_gives_its_token(day: date) -> None:
+    assert named_tokens(f"on {spoken(day)}") == [day_token(day)]
+    assert named_tokens(day.isoformat()) == [day_token(day)]
+    assert named_tokens(f"{day:%B %Y}") == [month_token(day)]
+    # the analyzer keeps a token whole, and its stemmer leaves it alone
+    assert tokens(day_token(day)) == [day_token(day)]
+    assert tokens(month_token(day)) == [month_token(day)]
+
+
+def test_a_time_is_on_the_day_it_was_written_on() -> None:
+    assert stamp_day("2022-11-09T23:30:00-05:00") == date(2022, 11, 9)  # UTC says the 10th
+    assert stamp_day("2022-11-09") == date(2022, 11, 9)
+    assert stamp_day("1:56 pm on 8 May, 2023") is None
+
+
+def test_a_query_keeps_its_words_and_adds_the_days_it_names() -> None:
+    terms = query_terms("What did we decide on 9 November, 2022?", extended_stopwords=True)
+    assert terms == ["decide", "9", "november", "2022", NOV_9]
+    assert query_terms("what did we decide") == ["what", "did", "we", "decide"]
+
+
+def test_a_turn_names_its_day_in_its_heading_and_is_indexed_with_its_tokens() -> None:
+    session = Session(
+        "s3",
+        (Turn("Nate", "Hello!"), Turn("Joanna", "Hi.", timestamp="2022-11-20T10:00:00Z")),
+        timestamp="2022-11-09T13:56:00",
+    )
+    first, second = prepare_session(session, domain="d").chunks
+    assert first.heading_path == ("Session s3, 9 November 2022",)
+    assert first.context.splitlines()[-2:] == [NOV_9, "month202211"]
+    assert second.heading_path == ("Session s3, 20 November 2022",)  # its own time wins
+    undated = prepare_session(Session("s4", (Turn("Nate", "Hello!"),)), domain="d").chunks[0]
+    assert undated.heading_path == ("Session s4",) and undated.context == ""
+
+
+def test_the_times_are_part_of_a_sessions_revision() -> None:
+    turns = (Turn("Nate", "Hello!"),)
+    one = prepare_session(Session("s", turns, timestamp="2022-11-09T10:00:00"), domain="d")
+    other = prepare_session(Session("s", turns, timestamp="2022-11-10T10:00:00"), domain="d")
+    assert one.draft.revision != other.draft.revision
+
+
+def test_a_question_that_names_the_day_finds_that_days_turn(brain: Brain) -> None:
+    """Each day's turn shares two words with the question: the day decides."""
+    brain.ingest_conversation(
+        [
+            Session(
+                "s1",
+                (
+                    Turn("Nate", "What a week! I tried cooking: homemade coconut ice cream."),
+                    Turn("Joanna", "That looks delicious, the sprinkles are great."),
+                ),
+                conversation="c",
+                timestamp="2022-11-09T13:56:00",
+            ),
+            Session(
+                "s2",
+                (
+                    Turn("Nate", "My favourite dish is pasta with tomatoes, basil and garlic."),
+                    Turn("Joanna", "Pasta is always a good idea."),
+                ),
+                conversation="c",
+                timestamp="2022-11-20T09:00:00",
+            ),
+        ]
+    )
+    dated = brain.search("What dish did Nate cook on 9 November, 2022?", k=3)
+    assert "coconut ice cream" in dated[0].text
+    assert dated[0].heading_path == ("Session s1, 9 November 2022",)
+    # written as ISO, the day shares no word with the headings but their year: its token decides
+    assert "coconut" in brain.search("What dish did Nate cook on 2022-11-09?", k=3)[0].text
+    other = brain.search("What dish did Nate cook on 20 November, 2022?", k=3)
+    assert "pasta" in other[0].text
