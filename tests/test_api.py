@@ -111,26 +111,16 @@ def test_conversation_turns_keep_their_ids(live_server: LiveServer) -> None:
 
 
 def test_a_question_that_names_a_day_finds_that_days_turns(live_server: LiveServer) -> None:
-    days = {
-        "lake": ("2023-05-08T13:56:00Z", "8 May 2023"),
-        "park": ("2023-06-02T09:00Z", "2 June 2023"),
-    }
+    turns = [{"speaker": "Ann", "text": "We walked the dog."}]
     sessions = [
-        {
-            "id": place,
-            "timestamp": stamp,
-            "turns": [{"speaker": "Ann", "text": f"We walked to the {place}."}],
-        }
-        for place, (stamp, _) in days.items()
+        {"id": "may", "timestamp": "2023-05-08T13:56:00Z", "turns": turns},
+        {"id": "june", "timestamp": "2023-06-02T09:00Z", "turns": turns},
     ]
     with live_server.client() as http:
         http.post("/ingest/conversation", json={"sessions": sessions}).raise_for_status()
-        for place, question in (("lake", "on 8 May 2023"), ("park", "on 2023-06-02")):
-            hit = http.get("/search", params={"q": f"Where did we walk {question}?"}).json()[
-                "hits"
-            ][0]
-            assert place in hit["text"]
-            assert hit["heading_path"] == [f"Session {place}, {days[place][1]}"]
+        for question, session in (("on 8 May 2023", "may"), ("on 2023-06-02", "june")):
+            found = http.get("/search", params={"q": f"Where did we walk {question}?"}).json()
+            assert found["hits"][0]["uri"] == f"conversation://default/{session}"
 
 
 def test_recall_respects_the_budget(live_server: LiveServer) -> None:

@@ -9,12 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nexusbrain.brain import Brain
-from nexusbrain.dates import day_token, month_token, named_tokens, spoken, stamp_day
+from nexusbrain.dates import day_token, month_token, named_tokens, stamp_day
 from nexusbrain.ingest.conversation import Session, Turn, prepare_session
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.storage.analyzer import tokens
 
 NOV_9 = "day20221109"
+NOV = "2022-11-09T13:56:00"
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,7 @@ def test_a_month_with_its_year_names_the_month_and_nothing_else_names_anything()
 
 @given(st.dates(min_value=date(1000, 1, 1)))
 def test_a_day_written_out_or_in_iso_gives_its_token(day: date) -> None:
-    assert named_tokens(f"on {spoken(day)}") == [day_token(day)]
+    assert named_tokens(f"on {day.day} {day:%B %Y}") == [day_token(day)]
     assert named_tokens(day.isoformat()) == [day_token(day)]
     assert named_tokens(f"{day:%B %Y}") == [month_token(day)]
     # the analyzer keeps a token whole, and its stemmer leaves it alone
@@ -63,18 +64,17 @@ def test_a_query_keeps_its_words_and_adds_the_days_it_names() -> None:
     assert query_terms("what did we decide") == ["what", "did", "we", "decide"]
 
 
-def test_a_turn_names_its_day_in_its_heading_and_is_indexed_with_its_tokens() -> None:
+def test_a_turn_is_indexed_with_its_days_tokens() -> None:
     session = Session(
         "s3",
         (Turn("Nate", "Hello!"), Turn("Joanna", "Hi.", timestamp="2022-11-20T10:00:00Z")),
         timestamp="2022-11-09T13:56:00",
     )
     first, second = prepare_session(session, domain="d").chunks
-    assert first.heading_path == ("Session s3, 9 November 2022",)
     assert first.context.splitlines()[-2:] == [NOV_9, "month202211"]
-    assert second.heading_path == ("Session s3, 20 November 2022",)  # its own time wins
+    assert second.context.splitlines()[-2:] == ["day20221120", "month202211"]  # its own time
     undated = prepare_session(Session("s4", (Turn("Nate", "Hello!"),)), domain="d").chunks[0]
-    assert undated.heading_path == ("Session s4",) and undated.context == ""
+    assert undated.context == ""
 
 
 def test_the_times_are_part_of_a_sessions_revision() -> None:
@@ -110,8 +110,30 @@ def test_a_question_that_names_the_day_finds_that_days_turn(brain: Brain) -> Non
     )
     dated = brain.search("What dish did Nate cook on 9 November, 2022?", k=3)
     assert "coconut ice cream" in dated[0].text
-    assert dated[0].heading_path == ("Session s1, 9 November 2022",)
-    # written as ISO, the day shares no word with the headings but their year: its token decides
     assert "coconut" in brain.search("What dish did Nate cook on 2022-11-09?", k=3)[0].text
     other = brain.search("What dish did Nate cook on 20 November, 2022?", k=3)
     assert "pasta" in other[0].text
+
+
+def test_the_confidence_leaves_out_the_day_a_question_names(brain: Brain) -> None:
+    """A turn rarely writes its own date, and a note holds no day token: the date is left out
+    of what the best hit must hold, in either kind of brain."""
+    brain.add_memory("We decided to move the release to Friday.")
+    brain.ingest_conversation(
+        [Session("s", (Turn("Nate", "I tried cooking coconut ice cream."),), timestamp=NOV)]
+    )
+    for dated, plain in (
+        (
+            "what did we decide about the release on 9 November 2022",
+            "what did we decide about the release",
+        ),
+        ("what did Nate cook on 2022-11-09?", "what did Nate cook?"),
+    ):
+        [first, *_] = brain.search(dated)
+        [same, *_] = brain.search(plain)
+        assert first.chunk_id == same.chunk_id
+        assert first.trace.confidence == same.trace.confidence
+        assert first.trace.confidence is not None and not first.trace.confidence.weak
+    # nothing but a date: judged by its words, which nothing holds
+    [only] = brain.search("9 November 2022", k=1)
+    assert only.trace.confidence is not None and only.trace.confidence.weak

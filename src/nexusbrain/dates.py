@@ -32,6 +32,14 @@ _NAMED = re.compile(
 )
 
 
+_TOKEN = re.compile(r"day\d{8}|month\d{6}")
+
+
+def is_time_token(token: str) -> bool:
+    """Whether an index token is a day's or a month's: a query's own words are the others."""
+    return _TOKEN.fullmatch(token) is not None
+
+
 def day_token(day: date) -> str:
     return f"day{day:%Y%m%d}"
 
@@ -52,11 +60,6 @@ def stamp_day(stamp: str) -> date | None:
 def day_tokens(day: date) -> list[str]:
     """What a text said on `day` is indexed with: its day's and its month's tokens."""
     return [day_token(day), month_token(day)]
-
-
-def spoken(day: date) -> str:
-    """The day as a person writes it: "9 November 2022"."""
-    return f"{day.day} {day:%B %Y}"
 
 
 def named_tokens(text: str) -> list[str]:
@@ -80,6 +83,12 @@ def named_tokens(text: str) -> list[str]:
             continue
         found.append(month_token(named) if day is None else day_token(named))
     return found
+
+
+def without_dates(text: str) -> str:
+    """`text` with each day or month it names blanked out: its words refer to a time, and
+    are not words a matching text must hold (retrieval/pipeline.py, the confidence)."""
+    return _NAMED.sub(lambda found: " " if named_tokens(found[0]) else found[0], text)
 
 
 def _month(word: str) -> int:

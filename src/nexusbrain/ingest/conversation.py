@@ -4,8 +4,8 @@ A session is rendered as a transcript, one `speaker: text` block per turn separa
 line. Each turn's chunk spans exactly its block, so a turn hit cites its lines, and the session
 document is the session-level unit (best chunk per document). A turn keeps its own id (for
 example a LoCoMo dia_id) as the chunk's `unit`. A turn with a time (its own, or its session's)
-names its day in its heading ("Session 3, 9 November 2022") and is indexed with that day's and
-month's tokens (nexusbrain/dates.py), so a question that names the day finds it.
+is indexed with that day's and month's tokens (nexusbrain/dates.py), so a question that names
+the day finds it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexusbrain.clock import parse_time
-from nexusbrain.dates import day_tokens, spoken, stamp_day
+from nexusbrain.dates import day_tokens, stamp_day
 from nexusbrain.errors import InvalidInput
 from nexusbrain.ingest.documents import Prepared
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind
@@ -121,8 +121,7 @@ def _turn_chunk(
         char_end=offset + len(block),
         line_start=line,
         line_end=line + block.count("\n"),
-        # the day as a person writes it, as a markdown chunk's heading names its section
-        heading_path=(f"Session {session.id}" + (f", {spoken(day)}" if day else ""),),
+        heading_path=(f"Session {session.id}",),
         text=block,
         unit=turn.id or f"{session.id}:{index}",
         meta=meta,
@@ -133,7 +132,7 @@ def _turn_chunk(
 def _session_draft(
     session: Session, domain: str, content: str, roles: frozenset[str] | None
 ) -> DocumentDraft:
-    # the times are part of what is indexed (headings, day tokens), not of the content
+    # the times are part of what is indexed (the day tokens), not of the content
     times = [session.timestamp or "", *(t.timestamp or "" for t in session.turns)]
     hashed = content + "\x00roles=" + ",".join(sorted(roles or ())) + "\x00times=" + ",".join(times)
     metadata: dict[str, Any] = {"session": session.id, **session.metadata}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nexusbrain.config import LexicalConfig
+from nexusbrain.dates import is_time_token, without_dates
 from nexusbrain.embeddings import Embedder
 from nexusbrain.records import (
     Chunk,
@@ -37,7 +38,7 @@ from nexusbrain.retrieval.modes import SearchConfig
 from nexusbrain.retrieval.prf import rm3_terms, rocchio
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.retrieval.turns import Turns
-from nexusbrain.storage.analyzer import tokens
+from nexusbrain.storage.analyzer import query_tokens, tokens
 from nexusbrain.storage.base import DenseIndex, DocumentStore, LexicalHits, LexicalIndex
 
 
@@ -142,7 +143,7 @@ class Searcher:
         kept = _above_floor(ranked.fused, config.min_relative_score)
         # one read of the chunks: the best one (for the confidence) and those shown
         chunks = self.store.fetch_chunks([f.chunk_id for f in kept[: max(k, 1)]])
-        sure = self._confidence(ranked, kept, config, chunks)
+        sure = self._confidence(query, ranked, kept, config, chunks)
         shown = [] if sure is not None and sure.weak and config.withhold_weak else kept[:k]
         positions = _Positions(ranked.lists)
         traced = [
@@ -152,12 +153,17 @@ class Searcher:
 
     def _confidence(
         self,
+        query: str,
         ranked: Ranked,
         kept: list[Fused],
         config: SearchConfig,
         chunks: Mapping[int, tuple[Chunk, DocumentHead]],
     ) -> Confidence | None:
-        """From the query tokens the best hit holds in any of its indexed columns."""
+        """From the query tokens the best hit holds in any of its indexed columns. A day or
+        month the query names is left out, its words and its token: the turns said that day
+        rarely write it ("what did Nate cook on 9 November, 2022?" is answered by a turn that
+        holds "Nate" and "cooking"), and no note holds the token. A query that is nothing
+        but a date is judged by its words."""
         if not kept:
             return None
         found = chunks.get(kept[0].chunk_id)
@@ -166,7 +172,20 @@ class Searcher:
             chunk = found[0]
             for text in (chunk.text, " ".join(chunk.heading_path), chunk.context):
                 held.update(tokens(text))
-        return confidence(ranked.weights, ranked.rarest, held, config.confidence)
+        words = ranked.weights
+        if any(map(is_time_token, words)):
+            rest = set(query_tokens(self._terms(without_dates(query))))
+            words = {t: w for t, w in words.items() if t in rest} or {
+                t: w for t, w in words.items() if not is_time_token(t)
+            }
+        return confidence(words, ranked.rarest, held, config.confidence)
+
+    def _terms(self, query: str) -> list[str]:
+        return query_terms(
+            query,
+            drop_stopwords=self.config.drop_stopwords,
+            extended_stopwords=self.config.extended_stopwords,
+        )
 
     def rank(
         self,
@@ -176,11 +195,7 @@ class Searcher:
         config: SearchConfig,
         best_per_document: bool = False,
     ) -> Ranked:
-        terms = query_terms(
-            query,
-            drop_stopwords=self.config.drop_stopwords,
-            extended_stopwords=self.config.extended_stopwords,
-        )
+        terms = self._terms(query)
         lists: dict[str, list[Scored]] = {}
         probes: dict[str, np.ndarray] = {}  # the centred query vector of each dense list
         index = self.index if config.dense and self.embedder is not None else None
