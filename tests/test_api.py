@@ -118,9 +118,14 @@ def test_a_question_that_names_a_day_finds_that_days_turns(live_server: LiveServ
     ]
     with live_server.client() as http:
         http.post("/ingest/conversation", json={"sessions": sessions}).raise_for_status()
-        for question, session in (("on 8 May 2023", "may"), ("on 2023-06-02", "june")):
+        for question, session, day in (
+            ("on 8 May 2023", "may", "2023-05-08"),
+            ("on 2023-06-02", "june", "2023-06-02"),
+        ):
             found = http.get("/search", params={"q": f"Where did we walk {question}?"}).json()
-            assert found["hits"][0]["uri"] == f"conversation://default/{session}"
+            first, other = found["hits"]
+            assert first["uri"] == f"conversation://default/{session}"
+            assert first["trace"]["day"] == day and "day" not in other["trace"]
 
 
 def test_recall_respects_the_budget(live_server: LiveServer) -> None:

@@ -9,8 +9,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from nexusbrain.brain import Brain
 from nexusbrain.cli.main import LAZY, MODE_NAMES, cli, load_lazy
+from nexusbrain.config import Settings
 from nexusbrain.records import SearchMode
+
+from .test_dates import store_two_days
 
 
 @pytest.fixture
@@ -167,6 +171,14 @@ def test_every_command_but_six_takes_json_as_the_readme_says() -> None:
         if not any("--json" in p.opts for p in command.params)
     }
     assert without == {"export", "eval captures", "eval compare", "eval scaffold", "serve", "mcp"}
+
+
+def test_a_hit_says_it_was_said_on_the_day_asked(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with Brain.open(settings=Settings(db=tmp_path / "cli.db")) as brain:  # as the CLI opens it
+        store_two_days(brain)
+    shown = run("search", "What dish did Nate cook on 9 November, 2022?", "-k", "1").output
+    assert "found by keywords #1" in shown and "; said on 2022-11-09, as asked" in shown
+    assert "said on" not in run("search", "What dish did Nate cook?").output
 
 
 def test_hits_say_where_they_ranked_and_explain_gives_the_raw_scores(run) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nexusbrain.brain import Brain
-from nexusbrain.dates import day_token, month_token, named_tokens, stamp_day
+from nexusbrain.dates import day_token, month_token, named_tokens, stamp_day, token_time
 from nexusbrain.ingest.conversation import Session, Turn, prepare_session
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.storage.analyzer import tokens
@@ -50,6 +50,8 @@ def test_a_day_written_out_or_in_iso_gives_its_token(day: date) -> None:
     # the analyzer keeps a token whole, and its stemmer leaves it alone
     assert tokens(day_token(day)) == [day_token(day)]
     assert tokens(month_token(day)) == [month_token(day)]
+    assert token_time(day_token(day)) == day.isoformat()
+    assert token_time(month_token(day)) == day.isoformat()[:7]
 
 
 def test_a_time_is_on_the_day_it_was_written_on() -> None:
@@ -84,8 +86,9 @@ def test_the_times_are_part_of_a_sessions_revision() -> None:
     assert one.draft.revision != other.draft.revision
 
 
-def test_a_question_that_names_the_day_finds_that_days_turn(brain: Brain) -> None:
-    """Each day's turn shares two words with the question: the day decides."""
+def store_two_days(brain: Brain) -> None:
+    """Two sessions, a day apart by eleven, each with a turn that shares two words with "What
+    dish did Nate cook?": only the day can tell them apart."""
     brain.ingest_conversation(
         [
             Session(
@@ -108,11 +111,19 @@ def test_a_question_that_names_the_day_finds_that_days_turn(brain: Brain) -> Non
             ),
         ]
     )
+
+
+def test_a_question_that_names_the_day_finds_that_days_turn(brain: Brain) -> None:
+    store_two_days(brain)
     dated = brain.search("What dish did Nate cook on 9 November, 2022?", k=3)
-    assert "coconut ice cream" in dated[0].text
+    assert "coconut ice cream" in dated[0].text and dated[0].trace.day == "2022-11-09"
     assert "coconut" in brain.search("What dish did Nate cook on 2022-11-09?", k=3)[0].text
     other = brain.search("What dish did Nate cook on 20 November, 2022?", k=3)
-    assert "pasta" in other[0].text
+    assert "pasta" in other[0].text and other[0].trace.day == "2022-11-20"
+    assert all(h.trace.day is None for h in brain.search("What dish did Nate cook?"))
+    # a month names every day of it
+    month = brain.search("What dish did Nate cook in November 2022?", k=2)
+    assert [h.trace.day for h in month] == ["2022-11", "2022-11"]
 
 
 def test_the_confidence_leaves_out_the_day_a_question_names(brain: Brain) -> None:

@@ -28,11 +28,13 @@ from nexusbrain.api import create_app
 from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Profile, ServerSettings, Settings
+from nexusbrain.mcp_server import tools as mcp_tools
 from nexusbrain.mcp_server.http import mount_mcp
 from nexusbrain.retrieval.tokens import count_tokens
 
 from .conftest import free_port
 from .test_api import assert_error
+from .test_dates import store_two_days
 
 TOOLS = {
     "search",
@@ -403,6 +405,15 @@ def serve_command(db: Path, *args: str, token: str | None = None) -> Iterator[st
         finally:
             server.terminate()
             server.wait(timeout=10)
+
+
+def test_recall_tells_the_agent_a_passage_was_said_on_the_day_asked(brain: Brain) -> None:
+    store_two_days(brain)
+    args = mcp_tools.RecallArgs(query="What dish did Nate cook on 9 November, 2022?", k=1)
+    text = mcp_tools.recall(brain, args).text
+    assert text is not None and "(said on 2022-11-09, as asked)" in text.split("\n\n")[1]
+    undated = mcp_tools.recall(brain, mcp_tools.RecallArgs(query="What dish did Nate cook?")).text
+    assert undated is not None and "said on" not in undated
 
 
 def test_serve_mcp_flag_sits_behind_the_api_token(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from nexusbrain.web import markdown
 
 from .conftest import LiveServer, free_port, start_server
 from .test_background_embedding import NOTES, GatedEmbedder, background_brain
+from .test_dates import store_two_days
 from .test_web import write_compare_files
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -429,6 +430,16 @@ def test_search_says_when_no_hit_is_a_good_match(live_server: LiveServer, page: 
     expect(none.locator("h2")).to_have_text("No good match for “zxqvor blenticular”")
     expect(none).to_contain_text("returns nothing when nothing matches well")
     expect(match).to_be_empty()
+
+
+def test_a_hit_says_it_was_said_on_the_day_asked(live_server: LiveServer, page: Page) -> None:
+    store_two_days(live_server.brain)
+    page.goto(f"{live_server.url}/app?q=What+dish+did+Nate+cook+on+9+November%2C+2022%3F")
+    first = page.locator(".hit").first
+    expect(first).to_contain_text("coconut ice cream")
+    expect(first.locator(".rank")).to_contain_text("said on 2022-11-09, as asked")
+    page.fill("#q", "What dish did Nate cook?")
+    expect(page.locator(".hit .rank").first).not_to_contain_text("said on")
 
 
 def test_a_missing_document_or_entity_is_a_404_page(live_server: LiveServer, page: Page) -> None:

@@ -40,6 +40,12 @@ def is_time_token(token: str) -> bool:
     return _TOKEN.fullmatch(token) is not None
 
 
+def token_time(token: str) -> str:
+    """The day or month a token stands for, in ISO-8601: "2022-11-09", "2022-11"."""
+    digits = token.removeprefix("day").removeprefix("month")
+    return "-".join(filter(None, (digits[:4], digits[4:6], digits[6:])))
+
+
 def day_token(day: date) -> str:
     return f"day{day:%Y%m%d}"
 

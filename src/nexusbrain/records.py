@@ -233,6 +233,7 @@ class Trace:
     context: str | None = None
     confidence: Confidence | None = None  # the result set's, the same for each of its hits
     dense_coverage: DenseCoverage | None = None  # None: every chunk had its vector
+    day: str | None = None  # the day ("2022-11-09") or month the query names, if said then
 
 
 @dataclass(frozen=True, slots=True)

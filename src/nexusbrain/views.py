@@ -76,6 +76,8 @@ def trace(value: Trace) -> dict[str, Any]:
     if value.dense_coverage is not None:
         out["dense_coverage"] = asdict(value.dense_coverage)
         out["note"] = coverage_note(value.dense_coverage)
+    if value.day is not None:
+        out["day"] = value.day
     return out
 
 

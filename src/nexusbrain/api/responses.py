@@ -172,6 +172,11 @@ class TraceOut(Out):
         default=None, description="present while some chunks still wait for their vectors"
     )
     note: str | None = Field(default=None, description="dense_coverage in words")
+    day: str | None = Field(
+        default=None,
+        description="the day (2022-11-09) or month (2022-11) the query names, when this hit "
+        "was said then",
+    )
 
 
 class HitOut(Out):

@@ -149,7 +149,8 @@ def _ranked_in(trace: View) -> str:
     ]
     rerank = trace.get("rerank")
     moved = f", reranked from #{rerank['rank_before']}" if rerank else ""
-    return ("found by " + ", ".join(lists) if lists else "found by no list's top") + moved
+    said = f"; said on {trace['day']}, as asked" if trace.get("day") else ""
+    return ("found by " + ", ".join(lists) if lists else "found by no list's top") + moved + said
 
 
 def _trace(trace: View) -> str:

@@ -165,7 +165,8 @@ def recall_text(result: Recall, view: Mapping[str, Any]) -> str:
         span = f"{hit.line_start}" + (f"-{hit.line_end}" if hit.line_end != hit.line_start else "")
         heading = f" {' > '.join(hit.heading_path)}" if hit.heading_path else ""
         cut = " (cut to fit the budget)" if hit.truncated else ""
-        cite = f"[{n}] {hit.uri}:{span} (revision {hit.revision[:12]}){heading}{cut}"
+        day = f" (said on {hit.trace.day}, as asked)" if hit.trace.day else ""
+        cite = f"[{n}] {hit.uri}:{span} (revision {hit.revision[:12]}){heading}{day}{cut}"
         parts.append(f"{cite}\n{hit.text}")
     if result.graph_context:
         facts = "\n".join(f"- {fact.text}" for fact in result.graph_context)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nexusbrain.config import LexicalConfig
-from nexusbrain.dates import is_time_token, without_dates
+from nexusbrain.dates import is_time_token, token_time, without_dates
 from nexusbrain.embeddings import Embedder
 from nexusbrain.records import (
     Chunk,
@@ -146,8 +146,10 @@ class Searcher:
         sure = self._confidence(query, ranked, kept, config, chunks)
         shown = [] if sure is not None and sure.weak and config.withhold_weak else kept[:k]
         positions = _Positions(ranked.lists)
+        said = _said_on(ranked, shown, chunks)
         traced = [
-            _traced(f, i, ranked, positions, config.fusion, sure) for i, f in enumerate(shown, 1)
+            _traced(f, i, ranked, positions, config.fusion, sure, said.get(f.chunk_id))
+            for i, f in enumerate(shown, 1)
         ]
         return Answer(build_hits(traced, chunks), ranked, kept, sure)
 
@@ -370,6 +372,23 @@ class _Positions:
         return min((p for p in (chunks.get(chunk_id), by_document) if p is not None), default=None)
 
 
+def _said_on(
+    ranked: Ranked, shown: list[Fused], chunks: Mapping[int, tuple[Chunk, DocumentHead]]
+) -> dict[int, str]:
+    """The shown hits said on a day or in a month that the query names, and that time."""
+    named = [t for t in ranked.weights if is_time_token(t)]
+    if not named:
+        return {}
+    said: dict[int, str] = {}
+    for fused in shown:
+        found = chunks.get(fused.chunk_id)
+        held = set(found[0].context.split()) if found is not None else set()
+        token = next((t for t in named if t in held), None)
+        if token is not None:
+            said[fused.chunk_id] = token_time(token)
+    return said
+
+
 def _traced(
     fused: Fused,
     rank: int,
@@ -377,6 +396,7 @@ def _traced(
     positions: _Positions,
     method: str,
     sure: Confidence | None,
+    day: str | None,
 ) -> tuple[int, float, Trace]:
     retrievers = []
     document = positions.document_of.get(fused.chunk_id)
@@ -391,5 +411,6 @@ def _traced(
         fused_rank=rank,
         prf_terms=ranked.prf_terms,
         confidence=sure,
+        day=day,
     )
     return fused.chunk_id, fused.score, trace

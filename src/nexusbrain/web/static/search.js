@@ -90,7 +90,8 @@
     const lists = hit.trace.retrievers.filter((r) => r.rank).map((r) => `${LISTS[r.retriever] || r.retriever} #${r.rank}`);
     const rerank = hit.trace.rerank ? `, reranked from #${hit.trace.rerank.rank_before}` : "";
     const pending = hit.trace.dense_coverage && !hit.trace.dense_coverage.has_vector ? " (no vector yet: keywords only)" : "";
-    return `#${hit.rank}${lists.length ? ` · ${lists.join(", ")}` : ""}${rerank}${pending}`;
+    const said = hit.trace.day ? ` · said on ${hit.trace.day}, as asked` : "";
+    return `#${hit.rank}${lists.length ? ` · ${lists.join(", ")}` : ""}${rerank}${pending}${said}`;
   }
 
   /** While a slow model embeds in the background: how far the meaning list reached. */
