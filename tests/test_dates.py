@@ -86,29 +86,25 @@ def test_the_times_are_part_of_a_sessions_revision() -> None:
     assert one.draft.revision != other.draft.revision
 
 
+TWO_DAYS = {
+    "2022-11-09T13:56:00": (
+        "What a week! I tried cooking: homemade coconut ice cream.",
+        "That looks delicious, the sprinkles are great.",
+    ),
+    "2022-11-20T09:00:00": (
+        "My favourite dish is pasta with tomatoes, basil and garlic.",
+        "Pasta is always a good idea.",
+    ),
+}
+
+
 def store_two_days(brain: Brain) -> None:
-    """Two sessions, a day apart by eleven, each with a turn that shares two words with "What
-    dish did Nate cook?": only the day can tell them apart."""
+    """Two sessions eleven days apart, each with a turn by Nate that shares two words with
+    "What dish did Nate cook?": only the day can tell them apart."""
     brain.ingest_conversation(
         [
-            Session(
-                "s1",
-                (
-                    Turn("Nate", "What a week! I tried cooking: homemade coconut ice cream."),
-                    Turn("Joanna", "That looks delicious, the sprinkles are great."),
-                ),
-                conversation="c",
-                timestamp="2022-11-09T13:56:00",
-            ),
-            Session(
-                "s2",
-                (
-                    Turn("Nate", "My favourite dish is pasta with tomatoes, basil and garlic."),
-                    Turn("Joanna", "Pasta is always a good idea."),
-                ),
-                conversation="c",
-                timestamp="2022-11-20T09:00:00",
-            ),
+            Session(f"s{n}", (Turn("Nate", nate), Turn("Joanna", joanna)), "c", stamp)
+            for n, (stamp, (nate, joanna)) in enumerate(TWO_DAYS.items(), start=1)
         ]
     )
 
