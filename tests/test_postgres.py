@@ -234,12 +234,12 @@ def _segments_of(postgres: Server, schema: str, term: str) -> int:
 
 def _fullest_tier(postgres: Server, schema: str, term: str) -> int:
     """The most segments of `term` in one tier (log base FANOUT of their posting count)."""
-    from nexusbrain.storage.postgres.compaction import FANOUT
+    from nexusbrain.storage.postgres.compaction import FANOUT, _tier
 
     with postgres.connect() as conn:
         row = conn.execute(
             f"SELECT coalesce(max(c), 0) FROM (SELECT count(*) AS c FROM {schema}.postings"
-            " WHERE term = %s GROUP BY floor(ln(greatest(n, 1)) / ln(%s))) AS tiers",
+            f" WHERE term = %s GROUP BY {_tier('n')}) AS tiers",
             (term, FANOUT),
         )
         return int(row.fetchone()[0])

@@ -58,7 +58,7 @@ def stamp_day(stamp: str) -> date | None:
     """The day of an ISO-8601 time on its own calendar (the day as written, not as UTC has
     it: "23:30-05:00" is said on the evening's day); None when `stamp` is not ISO-8601."""
     try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).date()
+        return datetime.fromisoformat(stamp).date()
     except ValueError:
         return None
 
@@ -72,29 +72,30 @@ def named_tokens(text: str) -> list[str]:
     """A token for each day or month that `text` names, in order: a day when it gives day,
     month and year, a month when it gives month and year. A day that no calendar has (31
     February) and a month word that is no month name ("mayhem") name nothing."""
-    found: list[str] = []
-    for match in _NAMED.finditer(text):
-        parts = {k: v for k, v in match.groupdict().items() if v is not None}
-        day: int | None
-        if "iy" in parts:
-            year, month, day = int(parts["iy"]), int(parts["im"]), int(parts["id"])
-        else:
-            year = int(parts.get("ay") or parts.get("by") or parts["cy"])
-            month = _month(parts.get("am") or parts.get("bm") or parts["cm"])
-            found_day = parts.get("ad") or parts.get("bd")
-            day = int(found_day) if found_day else None
-        try:
-            named = date(year, month, 1 if day is None else day)
-        except ValueError:
-            continue
-        found.append(month_token(named) if day is None else day_token(named))
-    return found
+    return [token for match in _NAMED.finditer(text) if (token := _token_of(match))]
 
 
 def without_dates(text: str) -> str:
     """`text` with each day or month it names blanked out: its words refer to a time, and
     are not words a matching text must hold (retrieval/pipeline.py, the confidence)."""
-    return _NAMED.sub(lambda found: " " if named_tokens(found[0]) else found[0], text)
+    return _NAMED.sub(lambda match: " " if _token_of(match) else match[0], text)
+
+
+def _token_of(match: re.Match[str]) -> str | None:
+    parts = {k: v for k, v in match.groupdict().items() if v is not None}
+    day: int | None
+    if "iy" in parts:
+        year, month, day = int(parts["iy"]), int(parts["im"]), int(parts["id"])
+    else:
+        year = int(parts.get("ay") or parts.get("by") or parts["cy"])
+        month = _month(parts.get("am") or parts.get("bm") or parts["cm"])
+        found_day = parts.get("ad") or parts.get("bd")
+        day = int(found_day) if found_day else None
+    try:
+        named = date(year, month, 1 if day is None else day)
+    except ValueError:
+        return None
+    return month_token(named) if day is None else day_token(named)
 
 
 def _month(word: str) -> int:
