@@ -34,7 +34,7 @@ def main() -> None:
     Corpus().write(corpus, args.documents)
     with Brain.open(settings=Settings(db=args.work / "source.db", embedder=Profile.NONE)) as source:
         source.ingest_dir(corpus)
-        records = list(source.export())
+        records = list(source.admin.export())
     print(f"{args.documents} documents, {len(records):,} records")
     seconds: dict[int, list[float]] = {1: [], multirow.MAX_ROWS: []}
     default = multirow.MAX_ROWS
@@ -44,7 +44,7 @@ def main() -> None:
             db = args.work / f"import-{rows}-{run}.db"
             with Brain.open(settings=Settings(db=db, embedder=Profile.NONE)) as target:
                 started = time.perf_counter()
-                target.import_records(records)
+                target.admin.import_records(records)
                 seconds[rows].append(time.perf_counter() - started)
     multirow.MAX_ROWS = default
     for rows, values in seconds.items():

@@ -298,7 +298,7 @@ def ingest_once_command(args: argparse.Namespace) -> None:
             for start in range(0, len(notes), 64):
                 brain.ingest_markdown_batch(notes[start : start + 64])
             written = time.perf_counter() - started
-            brain.embed_missing()
+            brain.admin.embed_missing()
             seconds = time.perf_counter() - started
             cpu = time.process_time() - cpu_started  # every thread's, the embedder's among them
             chunks = brain.stats().store.chunks
@@ -496,12 +496,12 @@ def latency_command(args: argparse.Namespace) -> None:
         settings = Settings(db=Path(folder) / "brain.db", embedder=Profile.QUALITY)
         with Brain.open(settings=settings) as brain:
             brain.ingest_markdown_batch(notes[:half])
-            brain.embed_missing()
+            brain.admin.embed_missing()
             measure(brain, "idle")
             for start in range(half, len(notes), 64):
                 brain.ingest_markdown_batch(notes[start : start + 64])
             measure(brain, "while embedding")
-            brain.embed_missing()
+            brain.admin.embed_missing()
             measure(brain, "idle again")
 
 

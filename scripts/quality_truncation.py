@@ -52,7 +52,7 @@ def main() -> None:
             started = time.perf_counter()
             if brain.stats().store.chunks == 0:
                 fill_beir(corpus)(brain)
-            brain.embed_missing()
+            brain.admin.embed_missing()
             built = time.perf_counter() - started
             for name, overrides in VARIANTS.items():
                 config = config_of(overrides)

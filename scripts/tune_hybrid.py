@@ -87,8 +87,8 @@ def brain_for(
             started = time.perf_counter()
             fill(brain)
             print(f"  built {name}-{profile} in {time.perf_counter() - started:.1f}s")
-        brain.embed_missing()
-        brain.refresh_index()
+        brain.admin.embed_missing()
+        brain.admin.refresh_index()
     return settings
 
 

@@ -223,7 +223,7 @@ def test_an_import_that_contradicts_the_brain_is_refused_with_409(
 
     with Brain.open(settings=Settings(db=tmp_path / "other.db")) as other:
         other.graph.relate("Ada", "works_at", "Acme", valid_at=datetime(2020, 1, 1, tzinfo=UTC))
-        exported = b"".join(orjson.dumps(r) + b"\n" for r in other.export())
+        exported = b"".join(orjson.dumps(r) + b"\n" for r in other.admin.export())
     with live_server.client() as http:
         globex = {"from": "Ada", "type": "works_at", "to": "Globex", "valid_at": "2019-01-01"}
         assert http.post("/ingest", json={"relationships": [globex]}).status_code == 200

@@ -142,9 +142,9 @@ def test_a_chunk_written_later_is_embedded_too_and_known_text_is_not_embedded_ag
 
 def test_embed_missing_waits_for_every_vector(slow_brain: Brain, gated: GatedEmbedder) -> None:
     slow_brain.ingest_markdown_batch(NOTES)
-    assert slow_brain.embed_missing(wait=False) == 0  # left to the thread
+    assert slow_brain.admin.embed_missing(wait=False) == 0  # left to the thread
     gated.gate.set()
-    slow_brain.embed_missing()
+    slow_brain.admin.embed_missing()
     assert slow_brain.stats().embedder.embedded_chunks == 5
 
 

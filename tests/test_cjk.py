@@ -31,7 +31,7 @@ def test_each_judged_query_finds_its_note_first(
     with Brain.open(settings=settings, clock=clock) as brain:
         report = brain.ingest_dir(CORPUS)
         assert report.added == 11 and not report.errors
-        brain.embed_missing()
+        brain.admin.embed_missing()
         judged = _judged()
         assert len(judged) == 18
         for mode in ("conservative", "balanced", "tokenmax"):

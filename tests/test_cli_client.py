@@ -97,7 +97,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with Brain.open(settings=Settings(db=db, embedder=Profile.HASHING)) as brain:
         brain.ingest_dir(notes)
         brain.add_memory("Alice prefers tea in the morning", tags=("people",))
-        brain.refresh_index()
+        brain.admin.refresh_index()
     cli_local("graph", "add", "alice", "manages", "bob", "--valid-at", "2020-01-01", db=db)
     cli_local("graph", "add", "bob", "manages", "carol", db=db)
     cli_local("graph", "add", "alice", "manages", "bob", "--valid-at", "2021-01-01", db=db)

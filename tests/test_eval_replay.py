@@ -90,13 +90,13 @@ def test_capture_is_opt_in_and_capped(tmp_path: Path, clock: FrozenClock) -> Non
     with Brain.open(settings=off, clock=clock) as brain:
         brain.ingest_markdown("# A\n\nalpha beta\n", uri="a.md")
         brain.search("alpha")
-        assert list(brain.captured()) == []
+        assert list(brain.admin.captured()) == []
     capped = replace(off, db=tmp_path / "on.db", capture=CaptureConfig(True, max_rows=2))
     with Brain.open(settings=capped, clock=clock) as brain:
         brain.ingest_markdown("# A\n\nalpha beta\n", uri="a.md")
         for query in ("alpha", "beta", "alpha beta"):
             brain.search(query)
-        assert [c["query"] for c in brain.captured()] == ["beta", "alpha beta"]
+        assert [c["query"] for c in brain.admin.captured()] == ["beta", "alpha beta"]
     env = Settings.from_env(
         tmp_path / "x.db", {"BRAIN_CAPTURE": "1", "BRAIN_CAPTURE_MAX_ROWS": "7"}
     )
@@ -203,4 +203,4 @@ def test_the_server_serves_the_same_captures_as_the_cli(
             thread.join(timeout=10)
         assert response.headers["content-type"].startswith("application/x-ndjson")
         served = [json.loads(line) for line in response.text.splitlines()]
-        assert served == list(brain.captured()) and len(served) == 4
+        assert served == list(brain.admin.captured()) and len(served) == 4

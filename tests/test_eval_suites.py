@@ -207,7 +207,7 @@ def test_known_item_finds_chunks_and_their_near_duplicates(brain: Brain) -> None
     for i, topic in enumerate(["harbour cranes", "tram timetables", "bakery ovens"]):
         body = f"Notes about {topic} number {i}, with details on schedules and upkeep."
         brain.ingest_markdown(f"# {topic}\n\n{body}\n\n## Again\n\n{body}\n", uri=f"notes/{i}.md")
-    chunks = known_item.live_chunks(brain.export())
+    chunks = known_item.live_chunks(brain.admin.export())
     queries = known_item.build_queries(chunks, n=2, seed=3)
     assert queries == known_item.build_queries(chunks, n=2, seed=3)
     target = BrainTarget(brain, lexical_only=True)

@@ -115,9 +115,9 @@ def test_a_new_model_embeds_what_it_lacks_with_progress(tmp_path: Path) -> None:
     brain, embedder = counting_brain(tmp_path / "b.db")
     assert embedder.encoded == []
     seen: list[tuple[int, int]] = []
-    assert brain.embed_missing(lambda _, done, total: seen.append((done, total))) == 4
+    assert brain.admin.embed_missing(lambda _, done, total: seen.append((done, total))) == 4
     assert seen[-1] == (4, 4)
-    assert brain.embed_missing() == 0
+    assert brain.admin.embed_missing() == 0
     assert "dense" in {r.retriever for r in brain.search("tomatoes")[0].trace.retrievers}
     brain.close()
 
@@ -127,12 +127,12 @@ def test_chunks_written_without_vectors_after_a_complete_check_are_still_found(
 ) -> None:
     brain, embedder = counting_brain(tmp_path / "b.db")
     seed(brain)
-    assert brain.embed_missing() == 0  # complete: remembered for the next check
+    assert brain.admin.embed_missing() == 0  # complete: remembered for the next check
     with Brain.open(settings=Settings(db=tmp_path / "b.db", embedder=Profile.NONE)) as lexical_only:
         lexical_only.ingest_markdown("# Bees\n\nThe hive needs a new queen.", uri="home/bees.md")
-    assert brain.embed_missing() == 1
+    assert brain.admin.embed_missing() == 1
     assert embedder.encoded[-1].endswith("The hive needs a new queen.")
-    assert brain.embed_missing() == 0
+    assert brain.admin.embed_missing() == 0
     brain.close()
 
 
@@ -140,13 +140,13 @@ def test_imported_chunks_are_embedded_after_a_complete_check(tmp_path: Path) -> 
     with Brain.open(settings=Settings(db=tmp_path / "a.db", embedder=Profile.NONE)) as source:
         seed(source)  # ids taken in the target too: these are skipped
         source.ingest_markdown("# Bees\n\nThe hive needs a new queen.", uri="home/bees.md")
-        records = list(source.export())
+        records = list(source.admin.export())
     brain, embedder = counting_brain(tmp_path / "b.db")
     seed(brain)
-    assert brain.embed_missing() == 0
-    assert brain.import_records(records).documents == 1
+    assert brain.admin.embed_missing() == 0
+    assert brain.admin.import_records(records).documents == 1
     assert embedder.encoded[-1].endswith("The hive needs a new queen.")
-    assert brain.embed_missing() == 0
+    assert brain.admin.embed_missing() == 0
     hit = brain.search("beehive queen")[0]
     assert hit.uri == "home/bees.md" and "dense" in {r.retriever for r in hit.trace.retrievers}
     brain.close()

@@ -60,7 +60,7 @@ def two(
 
 
 def _documents(brain: Brain) -> list[dict[str, object]]:
-    return [r for r in brain.export() if r["type"] == "document"]
+    return [r for r in brain.admin.export() if r["type"] == "document"]
 
 
 def _current(brain: Brain, name: str) -> set[tuple[str, str]]:
@@ -74,7 +74,7 @@ def test_one_memory_exported_into_a_brain_with_data_is_added(
     a.add_memory("the launch moved to May", tags=["plans"])
     b.ingest_markdown("# Notes\n\nbudget review on Friday", uri="notes.md")
     b.graph.relate("Carol", "manages", "Dan")
-    result = b.import_records(list(a.export()))
+    result = b.admin.import_records(list(a.admin.export()))
     assert (result.documents, result.chunks, result.duplicates) == (1, 1, 0)
     assert {d["uri"] for d in _documents(b)} == {"notes.md", _documents(a)[0]["uri"]}
     assert [h.text for h in b.search("launch May", k=1)] == ["the launch moved to May"]
@@ -85,13 +85,13 @@ def test_the_same_export_twice_changes_nothing(two: tuple[Brain, Brain]) -> None
     a, b = two
     a.ingest_markdown(ALICE, uri="people/alice.md")
     b.ingest_markdown("# Other\n\ntext", uri="other.md")
-    first = b.import_records(list(a.export()))
+    first = b.admin.import_records(list(a.admin.export()))
     assert (first.documents, first.relationships) == (1, 2)
-    before = list(b.export())
-    again = b.import_records(list(a.export()))
+    before = list(b.admin.export())
+    again = b.admin.import_records(list(a.admin.export()))
     assert (again.documents, again.unchanged, again.relationships) == (0, 1, 0)
     assert again.duplicates == 2
-    assert list(b.export()) == before
+    assert list(b.admin.export()) == before
 
 
 def test_a_newer_version_of_a_note_replaces_the_older_and_keeps_both_histories(
@@ -107,7 +107,7 @@ def test_a_newer_version_of_a_note_replaces_the_older_and_keeps_both_histories(
     clock.advance(days=1)
     a.ingest_markdown(ALICE_LATER, uri="people/alice.md")
 
-    result = b.import_records(list(a.export()))
+    result = b.admin.import_records(list(a.admin.export()))
     assert (result.documents, result.updated) == (1, 1)
     doc = b.document("people/alice.md")
     assert doc.id == here and doc.content == ALICE_LATER
@@ -120,12 +120,14 @@ def test_a_newer_version_of_a_note_replaces_the_older_and_keeps_both_histories(
     }
     old = next(
         v
-        for v in b.export()
+        for v in b.admin.export()
         if v["type"] == "relationship" and v["relation"] == "works_at" and v["superseded_at"]
     )
     assert old["reason"] == RetireReason.SOURCE_REVISED.value
     assert old["source"] == note_source(here)
-    revisions = [r for r in b.export() if r["type"] == "revision" and r["document_id"] == here]
+    revisions = [
+        r for r in b.admin.export() if r["type"] == "revision" and r["document_id"] == here
+    ]
     assert len({r["revision"] for r in revisions}) == 2
     # the note's statements came with it: editing it here drops Erin
     b.ingest_markdown(ALICE_LATER.replace(" and [[Erin]]", ""), uri="people/alice.md")
@@ -137,7 +139,7 @@ def test_a_newer_note_here_keeps_its_facts(two: tuple[Brain, Brain], clock: Froz
     a.ingest_markdown(ALICE, uri="people/alice.md")
     clock.advance(days=1)
     b.ingest_markdown(ALICE_LATER, uri="people/alice.md")
-    result = b.import_records(list(a.export()))
+    result = b.admin.import_records(list(a.admin.export()))
     assert (result.updated, result.kept, result.kept_facts) == (0, 1, 2)
     assert b.document("people/alice.md").content == ALICE_LATER
     assert _current(b, "Alice") == {
@@ -157,13 +159,13 @@ def test_contradicting_facts_are_refused_listed_and_nothing_is_written(
     a.graph.relate("Bo", "knows", "Cy", valid_at=datetime(2021, 1, 1, tzinfo=UTC))
     b.graph.relate("Ada", "works_at", "Globex", valid_at=datetime(2019, 1, 1, tzinfo=UTC))
     b.graph.relate("Bo", "knows", "Cy", valid_at=datetime(2022, 1, 1, tzinfo=UTC))
-    before = list(b.export())
+    before = list(b.admin.export())
     with pytest.raises(Conflict) as refused:
-        b.import_records(list(a.export()))
+        b.admin.import_records(list(a.admin.export()))
     message = str(refused.value)
     assert "2 conflict(s)" in message and "nothing was written" in message
     assert "Ada works_at Acme" in message and "Bo knows Cy" in message
-    assert list(b.export()) == before
+    assert list(b.admin.export()) == before
 
 
 def test_ids_are_remapped_and_lineage_survives(two: tuple[Brain, Brain]) -> None:
@@ -172,7 +174,7 @@ def test_ids_are_remapped_and_lineage_survives(two: tuple[Brain, Brain]) -> None
     a.graph.relate("Ada", "works_at", "Globex", valid_at=datetime(2023, 1, 1, tzinfo=UTC))
     for i in range(3):
         b.graph.relate(f"P{i}", "knows", f"Q{i}")
-    b.import_records(list(a.export()))
+    b.admin.import_records(list(a.admin.export()))
     current = {r.to_name: r for r in b.graph.relations("Ada")}
     assert sorted(current) == ["Acme", "Globex"]  # Acme's window closed when Globex began
     assert current["Acme"].invalid_at == datetime(2023, 1, 1, tzinfo=UTC)
@@ -189,8 +191,8 @@ def test_a_fact_two_notes_state_outlives_either_after_a_restore(
     a, b = two
     a.ingest_markdown("# Alice\n\nsee [[Bob]]", uri="one.md")
     a.ingest_markdown("# Alice\n\nalso [[Bob]]", uri="two.md")
-    b.import_records(list(a.export()))  # an empty brain: a restore
-    assert list(b.export()) == list(a.export())
+    b.admin.import_records(list(a.admin.export()))  # an empty brain: a restore
+    assert list(b.admin.export()) == list(a.admin.export())
     b.delete_document(b.document("one.md").id)
     assert _current(b, "Alice") == {("links_to", "Bob")}
     (fact,) = b.graph.relations("Alice")

@@ -45,7 +45,7 @@ def exported(tmp_path: Path) -> list[dict[str, Any]]:
         for body in (BOB, manages("2020-01-01"), manages("2021-01-01")):
             clock.advance(seconds=1)
             brain.graph.ingest(*inputs_from_json(body))
-        return list(brain.export())
+        return list(brain.admin.export())
 
 
 def wrong(name: str, value: Any) -> Any:
@@ -74,12 +74,12 @@ def test_every_field_of_every_kind_of_record_is_checked(
                 continue
             bad = [*exported[: line - 1], {**record, name: wrong(name, value)}, *exported[line:]]
             with pytest.raises(InvalidInput, match=rf"import record {line}\b.*{name}"):
-                brain.import_records(bad)
+                brain.admin.import_records(bad)
             tried += 1
     assert tried > 60
-    assert list(brain.export())[1:] == []  # every refusal left nothing behind
-    brain.import_records(exported)
-    assert list(brain.export()) == exported
+    assert list(brain.admin.export())[1:] == []  # every refusal left nothing behind
+    brain.admin.import_records(exported)
+    assert list(brain.admin.export()) == exported
 
 
 @pytest.mark.parametrize(
@@ -108,7 +108,7 @@ def test_a_bad_document_names_its_line_field_and_value(
     bad = list(exported)
     bad[line - 1] = {**bad[line - 1], name: value}
     with pytest.raises(InvalidInput, match=rf"^import record {line} \(document\): ") as refused:
-        brain.import_records(bad)
+        brain.admin.import_records(bad)
     assert name in refused.value.message and reason in refused.value.message
     assert brain.stats().store.documents == 0
 
@@ -118,7 +118,7 @@ def test_chunk_spans_must_run_forwards(exported: list[dict[str, Any]], brain: Br
     bad = list(exported)
     bad[line - 1] = {**bad[line - 1], "char_start": 10, "char_end": 3}
     with pytest.raises(InvalidInput, match="char_end 3 is before char_start 10"):
-        brain.import_records(bad)
+        brain.admin.import_records(bad)
 
 
 def test_over_http_a_bad_record_is_a_400_and_later_reads_work(

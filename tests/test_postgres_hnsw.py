@@ -326,7 +326,7 @@ def test_brain_and_cli_search_alike_before_and_after_the_build(
     queries = ["how often are api keys rotated", "when do releases happen", "backups"]
     with Brain.open(settings=settings) as brain:
         brain.ingest_dir(folder)
-        assert brain.dense_index_status()["searching"] == "in-process"
+        assert brain.admin.dense_index_status()["searching"] == "in-process"
         before = [[h.chunk_id for h in brain.search(q, k=5)] for q in queries]
     monkeypatch.setenv("BRAIN_EMBEDDER", "hashing")
     runner = CliRunner()

@@ -93,7 +93,7 @@ def test_a_restart_reads_the_cache_file_and_applies_later_changes(
     path = tmp_path / "b.db"
     with open_brain(path) as brain:
         fill(brain, 50)
-        brain.refresh_index()
+        brain.admin.refresh_index()
         cache = index_cache_path(path, MODEL)
         assert cache is not None and cache.exists()
         before = brain.search("item7 garden")[0]
@@ -118,7 +118,7 @@ def test_a_cache_from_another_database_at_the_same_path_is_ignored(
     path = tmp_path / "b.db"
     with open_brain(path) as brain:
         fill(brain, 40)
-        brain.refresh_index()
+        brain.admin.refresh_index()
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     caplog.set_level(logging.INFO, logger="nexusbrain.storage.vector_index")

@@ -41,8 +41,8 @@ def open_brain(db: Path) -> Brain:
 
 def vectors_complete(brain: Brain) -> None:
     """Every chunk has its vector, or the next embedding pass finds it."""
-    brain.embed_missing()
-    assert brain.embed_missing() == 0
+    brain.admin.embed_missing()
+    assert brain.admin.embed_missing() == 0
 
 
 def note_triples(note: Any) -> set[Triple]:
@@ -110,7 +110,7 @@ def matches_folder(db: Path, folder: Path) -> None:
     with open_brain(db) as brain:
         live = {
             r["uri"]: r["revision"]
-            for r in brain.export()
+            for r in brain.admin.export()
             if r["type"] == "document" and not r["deleted_at"]
         }
     from nexusbrain.ingest.documents import content_hash

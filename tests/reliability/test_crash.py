@@ -163,7 +163,7 @@ def server_trials(tmp_path: Path, trials: int, seed: int) -> None:
         file_checks(db)
         logical_checks(db)
     with open_brain(db) as brain:
-        records = list(brain.export())
+        records = list(brain.admin.export())
         vectors_complete(brain)
     uris = {r["uri"] for r in records if r["type"] == "document"}
     texts = {r["content"] for r in records if r["type"] == "document"}

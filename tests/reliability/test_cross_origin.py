@@ -32,7 +32,7 @@ def one_document_export(tmp_path: Path) -> bytes:
     """An export stream of one document, as a page would post it to /import."""
     with Brain.open(settings=Settings(db=tmp_path / "src.db", embedder=Profile.HASHING)) as source:
         source.add_memory("planted by an import from another site")
-        return b"".join(orjson.dumps(r) + b"\n" for r in source.export())
+        return b"".join(orjson.dumps(r) + b"\n" for r in source.admin.export())
 
 
 def stored(http: httpx.Client) -> int:

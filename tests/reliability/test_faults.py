@@ -50,7 +50,7 @@ def test_a_full_disk_refuses_writes_clearly_and_loses_nothing(small_disk: Path) 
         refused = CliRunner().invoke(cli, ["--db", str(db), "add", "one more note " * 500])
         assert refused.exit_code == 1 and "the disk is full" in refused.output
     with open_brain(db) as brain:
-        texts = {r["content"] for r in brain.export() if r["type"] == "document"}
+        texts = {r["content"] for r in brain.admin.export() if r["type"] == "document"}
     assert set(kept) <= texts
     file_checks(db)
     print(f"full disk: {len(kept)} acknowledged before it filled, 0 lost")
@@ -109,7 +109,7 @@ def test_a_disk_filling_under_http_writers_answers_507_and_loses_nothing(small_d
                 writer.join(timeout=300)
     assert 507 in statuses and set(statuses) <= {200, 507}
     with open_brain(db) as brain:
-        texts = {r["content"] for r in brain.export() if r["type"] == "document"}
+        texts = {r["content"] for r in brain.admin.export() if r["type"] == "document"}
     assert set(kept) <= texts
     file_checks(db)
     refused = statuses.count(507)
@@ -147,6 +147,6 @@ def test_a_wal_left_by_a_killed_process_is_recovered(tmp_path: Path) -> None:
     time.sleep(0.01)
     for folder in (tmp_path, copy):
         with open_brain(folder / "brain.db") as brain:
-            texts = {r["content"] for r in brain.export() if r["type"] == "document"}
+            texts = {r["content"] for r in brain.admin.export() if r["type"] == "document"}
         assert {f"committed memory {i} about harbors" for i in range(200)} <= texts
         file_checks(folder / "brain.db")

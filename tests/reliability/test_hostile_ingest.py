@@ -126,10 +126,12 @@ def _check_folder(files: list[tuple[bytes, bytes]]) -> None:
         db = Path(scratch) / "brain.db"
         with open_brain(db) as brain:
             report = brain.ingest_dir(root)
-            brain.embed_missing()
+            brain.admin.embed_missing()
             listed = {os.fsencode(p.path) for p in report.errors}
             assert all(p.reason for p in report.errors)
-            stored = {os.fsencode(d["uri"]) for d in brain.export() if d["type"] == "document"}
+            stored = {
+                os.fsencode(d["uri"]) for d in brain.admin.export() if d["type"] == "document"
+            }
             for path in written:
                 shown = path.decode("utf-8", "backslashreplace").encode("utf-8")
                 if os.path.basename(path).startswith(b"."):  # hidden: passed over, as .git is

@@ -106,9 +106,9 @@ def _all_there(url: str, acknowledged: list[tuple[str, str]]) -> None:
     """Every acknowledged write present, the note edges as their notes state, the database's
     checks, and every chunk with its vector after one embedding pass."""
     with Brain.open(settings=Settings(db=url, embedder=Profile.HASHING)) as brain:
-        records = list(brain.export())
-        brain.embed_missing()
-        assert brain.embed_missing() == 0
+        records = list(brain.admin.export())
+        brain.admin.embed_missing()
+        assert brain.admin.embed_missing() == 0
     uris = {r["uri"] for r in records if r["type"] == "document" and not r["deleted_at"]}
     texts = {r["content"] for r in records if r["type"] == "document"}
     notes = [key for kind, key in acknowledged if kind == "note"]
@@ -129,7 +129,7 @@ def replica_kill_trials(
     if hnsw:  # the replicas then search pgvector's index, and every writer centres its rows
         with Brain.open(settings=Settings(db=url, embedder=Profile.HASHING)) as brain:
             brain.add_memory("a first memory, so that the index has rows to be built over")
-            assert brain.build_dense_index(m=16, ef_construction=64)["built"] is True
+            assert brain.admin.build_dense_index(m=16, ef_construction=64)["built"] is True
     with Replica(url, tmp_path / "survivor.log") as survivor:
         for trial in range(trials):
             doomed = Replica(url, tmp_path / f"doomed-{trial}.log")

@@ -94,7 +94,7 @@ def run_load(postgres: Server, tmp_path: Path, seconds: float) -> None:
             hits = httpx.get(f"{other}/search", params=params, timeout=60).json()["hits"]
             assert hits and hits[0]["text"] == text, text
     with Brain.open(settings=Settings(db=url, embedder=Profile.HASHING)) as brain:
-        texts = {r["content"] for r in brain.export() if r["type"] == "document"}
+        texts = {r["content"] for r in brain.admin.export() if r["type"] == "document"}
     assert [w for w in counts.written if w not in texts] == []  # nothing acknowledged is lost
     with postgres.connect() as conn:
         database_checks(conn, schema)

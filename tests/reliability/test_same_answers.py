@@ -63,9 +63,9 @@ def with_history(path: Path) -> Brain:
 def test_export_then_import_answers_every_query_the_same(tmp_path: Path) -> None:
     with with_history(tmp_path / "a.db") as source:
         before = answers(source)
-        records = list(source.export())
+        records = list(source.admin.export())
     with Brain.open(settings=Settings(db=tmp_path / "b.db", embedder=Profile.EDGE)) as copy:
-        copy.import_records(records)
+        copy.admin.import_records(records)
         after = answers(copy)
     assert sum(len(a) for a in before) > 300
     assert after == before

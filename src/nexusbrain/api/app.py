@@ -123,7 +123,7 @@ def _system_routes(app: FastAPI, brain: Brain, monitor: Monitor) -> None:
     @app.get("/export", tags=["system"], **answers(None))
     def export() -> StreamingResponse:
         def lines() -> Iterator[bytes]:
-            for record in brain.export():
+            for record in brain.admin.export():
                 yield orjson.dumps(record) + b"\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
@@ -138,7 +138,7 @@ def _system_routes(app: FastAPI, brain: Brain, monitor: Monitor) -> None:
         records = [record async for record in _ndjson(request)]
         if not records:
             raise InvalidInput("the import stream is empty: send the lines of an export")
-        return views.import_result(brain.import_records(records))
+        return views.import_result(brain.admin.import_records(records))
 
 
 async def _ndjson(request: Request) -> AsyncIterator[dict[str, Any]]:

@@ -19,7 +19,7 @@ def capture_routes(app: FastAPI, brain: Brain) -> None:
         """Captured queries, one JSON object a line, results with stable ids."""
 
         def lines() -> Iterator[bytes]:
-            for record in brain.captured():
+            for record in brain.admin.captured():
                 yield orjson.dumps(record) + b"\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")

@@ -52,10 +52,10 @@ def run(
     a free one."""
     settings = server_settings(host, port, brain.settings.limits)
     check_bind(settings)
-    embedded = brain.embed_missing(wait=False)  # a slow profile embeds in the background
+    embedded = brain.admin.embed_missing(wait=False)  # a slow profile embeds in the background
     if embedded:
         log.info("embedded %d chunk(s) for %s before serving", embedded, brain.settings.embedder)
-    brain.refresh_index()  # the first query does not wait for the index
+    brain.admin.refresh_index()  # the first query does not wait for the index
     if workers > 1 and mcp:
         raise ConfigError(
             f"--workers {workers} with --mcp: an MCP session lives in one process; "
@@ -163,7 +163,7 @@ def _settle(brain: Brain) -> None:
     short-lived objects that one came every second or two under load, taking 30-40 ms while
     the requests queued in that process waited; frozen, those objects are skipped, and a
     full pass walks only what was made since."""
-    brain.warm()
+    brain.admin.warm()
     gc.collect()
     gc.freeze()
 

@@ -62,7 +62,7 @@ def dense_status(ctx: click.Context, as_json: bool) -> None:
     Example:
       nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index status
     """
-    _say(brain_of(ctx).dense_index_status(), as_json)
+    _say(brain_of(ctx).admin.dense_index_status(), as_json)
 
 
 @dense_index.command("build")
@@ -98,7 +98,7 @@ def dense_build(
     def say(message: str) -> None:
         click.echo(f"[{time.perf_counter() - started:6.1f} s] {message}", err=True)
 
-    value = brain_of(ctx).build_dense_index(
+    value = brain_of(ctx).admin.build_dense_index(
         m=m, ef_construction=ef_construction, memory=memory, progress=say
     )
     value["seconds"] = round(time.perf_counter() - started, 1)
@@ -115,4 +115,4 @@ def dense_drop(ctx: click.Context, as_json: bool) -> None:
     Example:
       nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index drop
     """
-    _say(brain_of(ctx).drop_dense_index(), as_json)
+    _say(brain_of(ctx).admin.drop_dense_index(), as_json)

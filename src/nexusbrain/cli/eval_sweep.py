@@ -420,7 +420,7 @@ def captures_command(ctx: click.Context, output: Path | None, db: Path | None) -
     try:
         handle = output.open("wb") if output is not None else None
         with handle or sink:
-            for record in brain.captured():
+            for record in brain.admin.captured():
                 line = orjson.dumps(record) + b"\n"
                 if handle is not None:
                     handle.write(line)

@@ -37,7 +37,7 @@ def open_brain(db: str | Path | None, *, lexical_only: bool = False) -> Brain:
     if lexical_only:
         settings = replace(settings, embedder=Profile.NONE)
     brain = Brain.open(settings=settings)
-    brain.embed_missing()  # a slow profile embeds in the background: score every vector
+    brain.admin.embed_missing()  # a slow profile embeds in the background: score every vector
     return brain
 
 
@@ -79,12 +79,12 @@ class BrainTarget:
         }
 
     def export_records(self) -> Iterator[Mapping[str, Any]]:
-        return self.brain.export()
+        return self.brain.admin.export()
 
     def add_markdown(self, items: Sequence[tuple[str, str, str]]) -> None:
         for uri, title, content in items:
             self.brain.ingest_markdown(content, title=title or None, uri=uri)
-        self.brain.embed_missing()  # the searches that follow see every vector
+        self.brain.admin.embed_missing()  # the searches that follow see every vector
 
     def add_folder(self, folder: Path) -> int:
         report = self.brain.ingest_dir(folder)
@@ -94,12 +94,12 @@ class BrainTarget:
                 f"{len(report.errors)} file(s) of {folder} could not be ingested, "
                 f"e.g. {first.path}: {first.reason}"
             )
-        self.brain.embed_missing()
+        self.brain.admin.embed_missing()
         return report.added + report.updated + report.unchanged
 
     def add_sessions(self, sessions: Sequence[Session], index_roles: Sequence[str] | None) -> None:
         self.brain.ingest_conversation(sessions, index_roles=index_roles)
-        self.brain.embed_missing()
+        self.brain.admin.embed_missing()
 
 
 def _retrieved(hit: Hit) -> Retrieved:

@@ -206,8 +206,8 @@ def ingest_dir(
     brain = brain_of(ctx, create=True)
     with render.Bars(not as_json) as bars:
         report = brain.ingest_dir(folder, domain=domain, progress=bars)
-        brain.embed_missing(bars)
-    brain.refresh_index()
+        brain.admin.embed_missing(bars)
+    brain.admin.refresh_index()
     if as_json:
         emit(views.directory_report(report))
     else:
@@ -431,7 +431,7 @@ def export_(ctx: click.Context, output: Path | None) -> None:
     Example:
       nexusbrain export -o backup.jsonl
     """
-    records = brain_of(ctx).export()
+    records = brain_of(ctx).admin.export()
     if output is None:
         for record in records:
             sys.stdout.buffer.write(orjson.dumps(record) + b"\n")
@@ -456,7 +456,7 @@ def backup(ctx: click.Context, target: Path, as_json: bool) -> None:
       nexusbrain backup ~/backups/brain-2026-12-01.db
     """
     started = time.perf_counter()
-    path = brain_of(ctx).backup(target)
+    path = brain_of(ctx).admin.backup(target)
     value = {
         "path": str(path),
         "bytes": path.stat().st_size,
@@ -490,8 +490,8 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
 
     brain = brain_of(ctx, create=True)
     with render.Bars(not as_json) as bars:
-        result = views.import_result(brain.import_records(parse_lines(source), bars))
-        brain.embed_missing(bars)  # a slow profile's vectors too, before the command ends
+        result = views.import_result(brain.admin.import_records(parse_lines(source), bars))
+        brain.admin.embed_missing(bars)  # a slow profile's vectors too, before the command ends
     if as_json:
         emit(result)
     else:
@@ -516,7 +516,7 @@ def copy(source: str, target: str, as_json: bool) -> None:
     from nexusbrain.brain import Brain
 
     with Brain.open(source, create=False) as brain, render.Bars(not as_json) as bars:
-        result = brain.copy_to(target, progress=bars)
+        result = brain.admin.copy_to(target, progress=bars)
     if as_json:
         emit(views.import_result(result))
     else:
@@ -667,7 +667,7 @@ def mcp(ctx: click.Context, log_level: str) -> None:
 
     with contextlib.redirect_stdout(sys.stderr):  # nothing but protocol may reach stdout
         brain = brain_of(ctx, create=True)
-        brain.embed_missing(wait=False)  # as `serve` does: after a model change or an import
+        brain.admin.embed_missing(wait=False)  # as `serve` does: after a model change or an import
     serve_stdio(brain)
 
 

@@ -1,0 +1,213 @@
+"""Writes: notes, memories, conversations and folders, each document written with its chunks,
+its vectors and the graph edges it states in one unit of work, so that a crash can never leave
+a note and its edges out of step."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nexusbrain.brain.embedding import Embedding
+from nexusbrain.clock import Clock
+from nexusbrain.config import Settings
+from nexusbrain.errors import InvalidInput
+from nexusbrain.records import (
+    DocumentKind,
+    MarkdownNote,
+    Progress,
+    WriteResult,
+    WriteStatus,
+    json_problem,
+)
+from nexusbrain.storage.base import Backend, UnitOfWork
+
+# What only writes use is imported where it is used: a search in a fresh process (the command
+# line without a server) then loads none of it.
+if TYPE_CHECKING:
+    from nexusbrain.graph.model import RelationshipInput
+    from nexusbrain.ingest.conversation import Session
+    from nexusbrain.ingest.directory import DirectoryReport
+    from nexusbrain.ingest.documents import Prepared
+
+
+class Writer:
+    """Every write of one brain (Brain's write methods call it; see their docstrings)."""
+
+    def __init__(
+        self, backend: Backend, settings: Settings, clock: Clock, embedding: Embedding
+    ) -> None:
+        self._backend = backend
+        self._store = backend.documents
+        self._settings = settings
+        self._clock = clock
+        self._embedding = embedding
+
+    def markdown(self, notes: Sequence[MarkdownNote]) -> list[WriteResult]:
+        prepared = [self._prepared_note(note) for note in notes]
+        seen: dict[str, int] = {}
+        for position, item in enumerate(prepared, start=1):
+            first = seen.setdefault(item.draft.uri, position)
+            if first != position:
+                raise InvalidInput(
+                    f"documents {first} and {position} of the batch have the same uri"
+                    f" {item.draft.uri!r}"
+                )
+        return self._write_notes(prepared) if prepared else []
+
+    def memory(
+        self, text: str, *, source: str | None, domain: str | None, tags: Sequence[str]
+    ) -> WriteResult:
+        from nexusbrain.ingest.documents import content_hash, prepare_markdown
+
+        body = self._checked_text(text, "text")
+        revision = content_hash(body.encode("utf-8"))
+        metadata: dict[str, Any] = {"tags": list(tags)}
+        if source:
+            metadata["source"] = source
+        prepared = prepare_markdown(
+            body,
+            uri=f"memory:{revision[:32]}",
+            domain=domain or self._settings.default_domain,
+            config=self._settings.chunking,
+            title=_memory_title(body),
+            kind=DocumentKind.MEMORY,
+            metadata=metadata,
+            revision=revision,
+        )
+        return self._write_batch([prepared])[0]
+
+    def conversation(
+        self, sessions: Sequence[Session], *, domain: str | None, index_roles: Iterable[str] | None
+    ) -> list[WriteResult]:
+        from nexusbrain.ingest.conversation import prepare_session
+
+        roles = frozenset(r.lower() for r in index_roles) if index_roles is not None else None
+        chosen = domain or self._settings.default_domain
+        prepared = [prepare_session(s, domain=chosen, index_roles=roles) for s in sessions]
+        return [self._write_batch([p])[0] for p in prepared]
+
+    def directory(
+        self, root: str | Path, *, domain: str | None, progress: Progress | None
+    ) -> DirectoryReport:
+        from nexusbrain.ingest.directory import ingest_directory
+
+        self._retract_retired()
+        return ingest_directory(
+            self._store,
+            root,
+            domain=domain or self._settings.default_domain,
+            chunking=self._settings.chunking,
+            max_bytes=self._settings.limits.max_document_bytes,
+            clock=self._clock,
+            write=self._write_notes,
+            retire=self.retire,
+            progress=progress,
+        )
+
+    def watch(
+        self,
+        root: str | Path,
+        *,
+        on_sync: Callable[[DirectoryReport], None],
+        domain: str | None,
+        stop: threading.Event | None,
+    ) -> None:
+        from nexusbrain.ingest.watch import follow  # watchfiles, only when watching
+
+        follow(root, lambda: self.directory(root, domain=domain, progress=None), on_sync, stop=stop)
+
+    def retire(self, document_ids: Sequence[int]) -> int:
+        """Retire documents and retract the edges they stated, in one transaction."""
+        from nexusbrain.graph.service import retract_notes
+
+        now = self._clock()
+        with self._backend.unit_of_work() as work:
+            retired = work.retire_documents(document_ids, now)
+            retract_notes(work.graph, self._settings.graph, document_ids, now)
+        return retired
+
+    def _prepared_note(self, note: MarkdownNote) -> Prepared:
+        from nexusbrain.ingest.documents import content_hash, prepare_markdown
+
+        text = self._checked_text(note.content, "content")
+        revision = content_hash(text.encode("utf-8"))
+        return prepare_markdown(
+            text,
+            uri=note.uri or f"doc:{revision[:32]}",
+            domain=note.domain or self._settings.default_domain,
+            config=self._settings.chunking,
+            title=note.title,
+            metadata=note.metadata,
+            revision=revision,
+        )
+
+    def _checked_text(self, text: str, field: str) -> str:
+        from nexusbrain.ingest.documents import decode_utf8
+
+        problem = json_problem({field: text})  # a lone surrogate cannot be stored as UTF-8
+        if problem:
+            raise InvalidInput(problem)
+        limit = self._settings.limits.max_document_bytes
+        return decode_utf8(text.encode("utf-8"), field, limit)
+
+    def _write_batch(self, batch: Sequence[Prepared]) -> list[WriteResult]:
+        """Documents, their chunks and any new vectors, in one transaction."""
+        items, vectors = self._embedding.prepared(batch)
+        results = self._store.write_documents(items, self._clock(), vectors)
+        self._embedding.committed()
+        return results
+
+    def _write_notes(self, batch: Sequence[Prepared]) -> list[WriteResult]:
+        """Write markdown notes and the graph edges each states (wikilinks, front-matter
+        relations) in one transaction. A bad relation refuses the note before any write."""
+        from nexusbrain.graph.notes import note_edges
+
+        link_type = self._settings.graph.link_type
+        stated = [
+            note_edges(p.draft.title, p.front_matter or {}, p.draft.content, link_type)
+            for p in batch
+        ]
+        items, vectors = self._embedding.prepared(batch)
+        with self._backend.unit_of_work() as work:
+            results = work.write_documents(items, self._clock(), vectors)
+            now = self._clock()
+            for result, edges in zip(results, stated, strict=True):
+                self._sync_edges(work, result, edges, now)
+        self._embedding.committed()
+        return results
+
+    def _sync_edges(
+        self,
+        work: UnitOfWork,
+        result: WriteResult,
+        edges: Sequence[RelationshipInput],
+        now: datetime,
+    ) -> None:
+        if result.status is WriteStatus.DUPLICATE:
+            if work.edges_revision(result.document_id) == result.revision:
+                return
+        elif result.status is WriteStatus.CREATED and not edges:
+            work.mark_edges_synced(result.document_id, result.revision)
+            return
+        from nexusbrain.graph.service import sync_note
+
+        sync_note(work.graph, self._settings.graph, result.document_id, edges, now)
+        work.mark_edges_synced(result.document_id, result.revision)
+
+    def _retract_retired(self) -> None:
+        """Retract the edges that retired notes still state (left by a crash before edges
+        were written with their note)."""
+        stale = self._store.retired_with_edges()
+        if stale:
+            from nexusbrain.graph.service import retract_notes
+
+            with self._backend.unit_of_work() as work:
+                retract_notes(work.graph, self._settings.graph, stale, self._clock())
+
+
+def _memory_title(text: str) -> str:
+    first = text.strip().splitlines()[0]
+    return first if len(first) <= 80 else first[:77] + "..."
