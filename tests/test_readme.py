@@ -49,16 +49,21 @@ def sh_blocks(heading: str) -> list[str]:
     return re.findall(r"```sh\n(.*?)\n```", section(heading), re.S)
 
 
+def console_steps(block: str) -> list[tuple[str, list[str]]]:
+    """Each command of a console block (its `$ ` lines) with the lines shown after it."""
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return steps
+
+
 def tour() -> Iterator[tuple[str, list[str]]]:
     """Each command of the tour's console blocks, in order, with the lines shown after it."""
     for block in re.findall(r"```console\n(.*?)```", section("## A five-minute tour"), re.S):
-        steps: list[tuple[str, list[str]]] = []
-        for line in block.splitlines():
-            if line.startswith("$ "):
-                steps.append((line[2:], []))
-            else:
-                steps[-1][1].append(line)
-        yield from steps
+        yield from console_steps(block)
 
 
 def test_the_readme_test_command_is_what_ci_runs() -> None:

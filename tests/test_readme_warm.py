@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from .test_cli_client import PYTHON, environment, stop
+from .test_readme import console_steps
 from .test_watch import eventually
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
@@ -20,17 +21,6 @@ DEMO = "/tmp/demo"  # the folder the block was run in
 DEFAULT = "http://127.0.0.1:8765"
 
 
-def steps() -> list[tuple[str, list[str]]]:
-    """Each command of the block with the lines shown after it."""
-    out: list[tuple[str, list[str]]] = []
-    for line in BLOCK.splitlines():
-        if line.startswith("$ "):
-            out.append((line[2:], []))
-        else:
-            out[-1][1].append(line)
-    return out
-
-
 def test_the_warm_server_session_prints_what_it_shows(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -38,7 +28,7 @@ def test_the_warm_server_session_prints_what_it_shows(tmp_path: Path) -> None:
         "# Deploy\n\nThe deploy failed because the signing key had expired.\n"
     )
     (notes / "backups.md").write_text("# Backups\n\nBackups run nightly at 02:00 to the NAS.\n")
-    (serve, expected), *commands = steps()
+    (serve, expected), *commands = console_steps(BLOCK)
     assert serve == "nexusbrain --db brain.db serve --watch notes &"
     env = environment(BRAIN_EMBEDDER="edge")
     process = subprocess.Popen(
