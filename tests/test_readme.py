@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from nexusbrain import discovery
 from nexusbrain.cli.main import cli
+from nexusbrain.environment import resolve_db
 
 from .test_cli_client import PYTHON, stop
 
@@ -102,7 +103,7 @@ def test_the_tour_prints_what_it_shows(tmp_path: Path, monkeypatch: pytest.Monke
     try:
         for command, shown in tour():
             if command.startswith("nexusbrain serve"):
-                server, url = serve(shlex.split(command.removesuffix(" &"))[1:], home)
+                server, url = serve(shlex.split(command.removesuffix(" &"))[1:])
                 printed = [server_line(server) for _ in shown]
             elif command.startswith("nexusbrain "):
                 result = CliRunner().invoke(cli, shlex.split(command)[1:])
@@ -117,7 +118,7 @@ def test_the_tour_prints_what_it_shows(tmp_path: Path, monkeypatch: pytest.Monke
             stop(server)
 
 
-def serve(args: list[str], home: Path) -> tuple[subprocess.Popen[bytes], str]:
+def serve(args: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     """`nexusbrain serve` on a free port, once its discovery file names it; and its URL."""
     process = subprocess.Popen(
         [PYTHON, "-m", "nexusbrain", *args, "--port", "0"],
@@ -125,7 +126,7 @@ def serve(args: list[str], home: Path) -> tuple[subprocess.Popen[bytes], str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
-    db = home / ".local" / "share" / "nexusbrain" / "brain.db"
+    db = resolve_db(None)  # the default brain, under the fresh home
     deadline = time.monotonic() + 60
     while (info := discovery.find(db)) is None or info.pid != process.pid:
         if process.poll() is not None or time.monotonic() > deadline:
