@@ -1,4 +1,4 @@
-"""Independent BM25 references for the README's lexical figures, in plain SQLite FTS5.
+"""Independent BM25 references for docs/evaluation.md's lexical figures, in plain SQLite FTS5.
 
 Usage: python scripts/reference_bm25.py [--datasets ../shared/datasets]
 

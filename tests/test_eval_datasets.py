@@ -1,4 +1,5 @@
-"""The README's evaluation commands on the shared dev datasets (slow; skipped without them).
+"""The evaluation commands of docs/evaluation.md on the shared dev datasets (slow; skipped
+without them).
 
 Each figure must stay plausible against published ones: a number far outside these bands is a
 bug to find, not a result. Bands, and the published figures behind them:

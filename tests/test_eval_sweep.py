@@ -402,8 +402,8 @@ LOCOMO_DEV = (
 
 @pytest.mark.slow
 @pytest.mark.skipif(not LOCOMO_DEV.exists(), reason="shared LoCoMo data not present")
-def test_readme_sweep_on_locomo_dev(git_root: Path) -> None:
-    """The README's sweep and report, on the LoCoMo dev data only (about a minute)."""
+def test_the_documented_sweep_on_locomo_dev(git_root: Path) -> None:
+    """docs/evaluation.md's sweep and report, on the LoCoMo dev data only (about a minute)."""
     result = run(
         "eval",
         "run-all",

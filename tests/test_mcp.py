@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -66,10 +67,13 @@ def stdio(db: Path, *args: str) -> StdioServerParameters:
 
 
 def readme_config(db: Path) -> StdioServerParameters:
-    """The README's mcpServers block, as a client would run it, on a scratch database."""
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("\n## MCP\n", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
-    entry = json.loads(block)["mcpServers"]["nexusbrain"]
+    """The mcpServers block of the README's tour (docs/mcp.md shows the same one), as a client
+    would run it, on a scratch database."""
+    root = Path(__file__).parents[1]
+    pages = [(root / name).read_text(encoding="utf-8") for name in ("README.md", "docs/mcp.md")]
+    blocks = [re.findall(r'```json\n(\{\s*"mcpServers".*?)```', page, re.S) for page in pages]
+    assert blocks[0] == blocks[1] and len(blocks[0]) == 1
+    entry = json.loads(blocks[0][0])["mcpServers"]["nexusbrain"]
     assert entry["command"] == "nexusbrain"
     args = [str(db) if arg == "/path/to/brain.db" else arg for arg in entry["args"]]
     return StdioServerParameters(command=NEXUSBRAIN, args=args, env={"BRAIN_EMBEDDER": "hashing"})

@@ -1,4 +1,4 @@
-"""The README's warm-server session (the console block of *A warm server, and --watch*),
+"""The warm-server session of docs/cli.md (the console block of *A warm server, and --watch*),
 replayed for real: `serve --watch` in a scratch folder, each command run, and every line the
 block shows the server or a command printing seen in the same order."""
 
@@ -11,34 +11,24 @@ import threading
 from pathlib import Path
 
 from .test_cli_client import PYTHON, environment, stop
+from .test_readme import console_steps
 from .test_watch import eventually
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-SECTION = README.read_text(encoding="utf-8").split("### A warm server, and --watch")[1]
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+SECTION = PAGE.read_text(encoding="utf-8").split("\n## A warm server, and --watch\n")[1]
 BLOCK = re.search(r"```console\n(.*?)```", SECTION, re.S).group(1)  # type: ignore[union-attr]
 DEMO = "/tmp/demo"  # the folder the block was run in
 DEFAULT = "http://127.0.0.1:8765"
 
 
-def steps() -> list[tuple[str, list[str]]]:
-    """Each command of the block with the lines shown after it."""
-    out: list[tuple[str, list[str]]] = []
-    for line in BLOCK.splitlines():
-        if line.startswith("$ "):
-            out.append((line[2:], []))
-        else:
-            out[-1][1].append(line)
-    return out
-
-
-def test_the_readme_warm_server_session_prints_what_it_shows(tmp_path: Path) -> None:
+def test_the_warm_server_session_prints_what_it_shows(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "deploy.md").write_text(
         "# Deploy\n\nThe deploy failed because the signing key had expired.\n"
     )
     (notes / "backups.md").write_text("# Backups\n\nBackups run nightly at 02:00 to the NAS.\n")
-    (serve, expected), *commands = steps()
+    (serve, expected), *commands = console_steps(BLOCK)
     assert serve == "nexusbrain --db brain.db serve --watch notes &"
     env = environment(BRAIN_EMBEDDER="edge")
     process = subprocess.Popen(
