@@ -69,8 +69,8 @@ def test_a_process_ready_to_answer_has_warmed_its_brain_and_frozen_what_it_holds
     with Brain.open(settings=Settings(db=tmp_path / "b.db", embedder=Profile.HASHING)) as brain:
         brain.ingest_markdown("# Keys\n\nthe deploy key rotates monthly", uri="k.md")
         warmed: list[bool] = []
-        warm = brain.warm
-        monkeypatch.setattr(brain, "warm", lambda: warmed.append(True) or warm())
+        warm = brain.admin.warm
+        monkeypatch.setattr(brain.admin, "warm", lambda: warmed.append(True) or warm())
         assert gc.get_freeze_count() == 0
         try:
             _settle(brain)
