@@ -1,6 +1,7 @@
 """Wall time of one `POST /ingest/conversation` of one session of N turns, through a real
-`nexusbrain serve` on loopback: the answer's status and the seconds from sending the body to
-reading the answer.
+`nexusbrain serve` on loopback: the answer's status, the seconds from sending the body to
+reading the answer, and the CPU seconds the server process spent meanwhile (what the wall
+time would be on an idle core: the figure a loaded machine inflates least).
 
     python scripts/measure_conversation.py --turns 16000 100000 --embedder hashing edge \
         [--tree /path/to/checkout/src ...] [--rounds 2]
@@ -22,6 +23,7 @@ import tempfile
 import time
 
 import httpx
+import psutil
 
 
 def main() -> None:
@@ -36,10 +38,11 @@ def main() -> None:
             body = _body(turns)
             for embedder in args.embedder:
                 for tree in args.tree or [""]:
-                    status, seconds = _measure(tree, embedder, body)
+                    status, seconds, cpu = _measure(tree, embedder, body)
                     print(
                         f"round {round_ + 1} tree={tree or 'installed'} embedder={embedder} "
-                        f"turns={turns} bytes={len(body)}: {status} in {seconds:.2f} s",
+                        f"turns={turns} bytes={len(body)}: {status} in {seconds:.2f} s "
+                        f"(server CPU {cpu:.2f} s)",
                         flush=True,
                     )
 
@@ -52,7 +55,7 @@ def _body(turns: int) -> bytes:
     return json.dumps({"sessions": [{"id": "long", "turns": said}]}).encode()
 
 
-def _measure(tree: str, embedder: str, body: bytes) -> tuple[int, float]:
+def _measure(tree: str, embedder: str, body: bytes) -> tuple[int, float, float]:
     env = {**os.environ, "BRAIN_EMBEDDER": embedder, "OMP_NUM_THREADS": "1"}
     if tree:
         env["PYTHONPATH"] = tree
@@ -67,14 +70,16 @@ def _measure(tree: str, embedder: str, body: bytes) -> tuple[int, float]:
         url = f"http://127.0.0.1:{port}"
         try:
             _wait(url)
-            started = time.perf_counter()
+            process = psutil.Process(server.pid)
+            cpu, started = sum(process.cpu_times()[:2]), time.perf_counter()
             answer = httpx.post(
                 f"{url}/ingest/conversation",
                 content=body,
                 headers={"content-type": "application/json"},
                 timeout=3600,
             )
-            return answer.status_code, time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            return answer.status_code, seconds, sum(process.cpu_times()[:2]) - cpu
         finally:
             server.terminate()
             server.wait(timeout=60)

@@ -17,6 +17,7 @@ from nexusbrain.ingest.conversation import (
     CONTEXT_TURNS,
     Session,
     Turn,
+    check_json_sizes,
     prepare_session,
     sessions_from_json,
 )
@@ -129,6 +130,10 @@ def test_json_sessions_are_counted_before_any_turn_is_read() -> None:
     assert "sessions[1] (b)" in caught.value.message and "limit of 3 turns" in caught.value.message
     with pytest.raises(InvalidInput):
         sessions_from_json([bad, {"id": "b", "turns": [None] * 3}], max_turns=3)
+    # before any other check (as a request body's validation may call it): anything goes
+    check_json_sizes({"not": "a list"}, max_turns=3)
+    with pytest.raises(TooLarge, match=r"sessions\[2\] \(None\): 4 turns"):
+        check_json_sizes(["junk", {"turns": "x"}, {"turns": [1, 2, 3, 4]}], max_turns=3)
 
 
 def test_a_session_over_the_cap_is_a_413_and_nothing_is_stored(live_server: LiveServer) -> None:

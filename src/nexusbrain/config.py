@@ -47,7 +47,7 @@ DEFAULT_HOST = "127.0.0.1"
 CAPTURE_MAX_ROWS = 100_000
 POSTINGS_CACHE_MB = 32
 # Turns in one conversation session. Ingest is linear in the turns; the cap keeps one request
-# from holding a server thread for long (16k turns ingest in seconds: docs/tuning.md).
+# from holding a server thread for long (docs/design/reliability.md measures it).
 MAX_SESSION_TURNS = 20_000
 # Searches a brain ranks at once; more wait their turn. Most of a search holds the GIL, so
 # searches side by side in one process only share it, and each switch costs CPU: at 8

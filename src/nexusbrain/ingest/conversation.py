@@ -177,13 +177,22 @@ def sessions_from_json(
 ) -> list[Session]:
     """Sessions from plain JSON objects: `{id, conversation?, timestamp?, turns: [{role|speaker,
     content|text, timestamp?, id?}]}`, timestamps in ISO-8601. Errors name the session and
-    turn. Every session's count of turns is checked against `max_turns` before any turn is
-    read, so a body over the cap costs no more than counting."""
+    turn. Every session's turns are counted (check_json_sizes) before any is read."""
+    check_json_sizes(sessions, max_turns=max_turns)
+    return [_session(s, i) for i, s in enumerate(sessions)]
+
+
+def check_json_sizes(sessions: object, *, max_turns: int = MAX_SESSION_TURNS) -> None:
+    """TooLarge when a session of JSON sessions, not yet checked in any other way, has more
+    than `max_turns` turns. It only counts, so a body over the cap is refused in the time it
+    takes to count, before its turns become objects: an HTTP body's validation can call it
+    first of all."""
+    if not isinstance(sessions, list | tuple):
+        return
     for index, raw in enumerate(sessions):
-        turns = raw.get("turns")
+        turns = raw.get("turns") if isinstance(raw, Mapping) else None
         if isinstance(turns, list):
             _check_turns(len(turns), f"sessions[{index}] ({raw.get('id')})", max_turns)
-    return [_session(s, i) for i, s in enumerate(sessions)]
 
 
 def _session(raw: Mapping[str, Any], index: int) -> Session:
