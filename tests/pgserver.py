@@ -136,19 +136,14 @@ def open_url(opened: list[Any], url: str) -> Any:
     return backend
 
 
-def reap_stale(root: Path | None = None) -> list[Path]:
-    """Stop the servers of runs that have ended and remove their folders (under `root`, the
-    temporary directory by default); the folders removed. A folder whose run cannot be told
-    is left alone, unless it holds nothing at all and is a minute old (an old run's leftover)."""
-    reaped = []
-    for folder in sorted((root or Path(tempfile.gettempdir())).glob(PREFIX + "*")):
+def reap_stale() -> None:
+    """Stop the servers of runs that have ended and remove their folders. A folder whose run
+    cannot be told is left alone, unless it holds nothing and is a minute old (an older
+    fixture's leftover)."""
+    for folder in Path(tempfile.gettempdir()).glob(PREFIX + "*"):
         alive = _run_alive(folder)
-        if alive is None and not _empty_and_old(folder):
-            continue
-        if not alive:
+        if alive is False or (alive is None and _empty_and_old(folder)):
             stop_folder(folder)
-            reaped.append(folder)
-    return reaped
 
 
 def stop_folder(folder: Path) -> None:
