@@ -3,9 +3,7 @@ a real PostgreSQL server (one per session; each test takes a schema of its own).
 
 from __future__ import annotations
 
-import shutil
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -33,14 +31,13 @@ DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Server]:
     """The session's PostgreSQL server (skips without the postgres and test extras). Its
-    folder is not under pytest's: the server runs as another user, who must reach it."""
-    folder = Path(tempfile.mkdtemp(prefix="nexusbrain-test-pg-"))
+    folder is not under pytest's: the server runs as another user, who must reach it. It is
+    stopped however the run ends (tests/pgserver.py)."""
+    server = Server()
     try:
-        server = Server(folder / "data")
         yield server
-        server.close()
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        server.close()
 
 
 @pytest.fixture

@@ -302,10 +302,14 @@ def test_serve_says_where_its_ui_docs_and_mcp_are(tmp_path: Path) -> None:
     ]
 
 
-def test_a_second_server_on_the_same_port_is_a_one_line_error(served: Served) -> None:
+def test_a_second_server_on_the_same_port_is_a_one_line_error(
+    served: Served, tmp_path: Path
+) -> None:
+    # another brain: a second server on the same brain is refused before it binds
+    # (tests/test_discovery.py)
     port = served.url.rsplit(":", 1)[1]
     result = subprocess.run(
-        [PYTHON, "-m", "nexusbrain", "--db", str(served.db), "serve", "--port", port],
+        [PYTHON, "-m", "nexusbrain", "--db", str(tmp_path / "other.db"), "serve", "--port", port],
         env=environment(),
         capture_output=True,
         timeout=60,

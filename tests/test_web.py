@@ -355,6 +355,27 @@ def test_markdown_never_passes_html_or_links_through() -> None:
     )
 
 
+def test_markdown_shows_links_references_and_comments_as_a_reader_sees_them() -> None:
+    text = (
+        "Run [`serve`](https://x.y/s) and [**the guide**][g], [Readable][] and [Readable];"
+        " [x] stays.\n\n"
+        "<!-- gone -->\n\n"
+        "Kept<!-- gone --> words, `<!-- in code -->` and `[a](b)` as they are.\n\n"
+        "<!--\nmany\n\n# lines\n-->\n\n"
+        "<!-- unclosed\n\n"
+        "10. ten\n11. eleven\n\n"
+        '[g]: https://x.y/g "G"\n [Readable]: <https://x.y/r>\n'
+    )
+    assert str(markdown.render(text)).splitlines() == [
+        "<p>Run <code>serve</code> and <strong>the guide</strong>, Readable and Readable;"
+        " [x] stays.</p>",
+        "<p>Kept words, <code>&lt;!-- in code --&gt;</code> and <code>[a](b)</code> as they"
+        " are.</p>",
+        "<p>&lt;!-- unclosed</p>",
+        '<ol start="10"><li>ten</li><li>eleven</li></ol>',
+    ]
+
+
 # signing in when a token is set
 
 

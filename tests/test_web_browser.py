@@ -643,6 +643,18 @@ def test_snippets_and_documents_render_hostile_markdown_safely(
     assert page.evaluate("window.pwned") is None and dialogs == []
 
 
+READABLE = (
+    "# Links and comments\n\n"
+    "Run [`nexusbrain serve`](https://example.com/serve) and read the [**guide**][guide], "
+    "[Readable][] and [Readable]; [unknown] stays.\n\n"
+    "<!-- a comment on a line of its own -->\n\n"
+    "Kept <!-- hidden in a line --> words.\n\n"
+    "<!--\na comment\n\nover lines\n-->\n\n"
+    "[guide]: https://example.com/guide 'The guide'\n"
+    "[readable]: <https://example.com/readable>\n"
+)
+
+
 MARKDOWN_CASES = [
     "# Title\n\nA paragraph\nover two lines with `a<b` and **bold** and *em* and _em_.",
     "| name | value |\n|:---|---:|\n| x \\| y | 1.0 |\n| `q` | **2** |",
@@ -651,6 +663,9 @@ MARKDOWN_CASES = [
     "<img src=x onerror=alert(1)> [x](javascript:alert(1)) [ok](https://a.b/c) ![alt](i.png)",
     "snake_case_name 2*3*4 `open\n\n#### <b>h</b> ####\n\n###### deep",
     HOSTILE,
+    READABLE,
+    "[`a]b`](u) [x][] [y] `[z](u)` <!-- c -->\n\n<!-- open\n\n9. nine\n10. ten\n\n[X]: u\n"
+    "> [x] in a quote <!-- q -->\n\n- [ ] a box\n\n<!-- a --> after\n\n0. zero",
 ]
 
 
@@ -736,3 +751,110 @@ def test_status_and_search_show_background_embedding(tmp_path: Path, page: Page)
         server.should_exit = True
         thread.join(timeout=10)
         brain.close()
+
+
+# issue 35.13: the rough edges a new user saw. Each test measures the page (boxes, the
+# rendered DOM) and saves a screenshot to look at (under the test's tmp_path).
+
+
+def test_links_references_and_comments_show_as_a_reader_sees_them(
+    live_server: LiveServer, page: Page, tmp_path: Path
+) -> None:
+    doc = live_server.brain.ingest_markdown(READABLE, uri="notes/readable.md").document_id
+    page.goto(f"{live_server.url}/app/doc/{doc}")
+    content = page.locator("#content")
+    first = content.locator("p").first
+    expect(first).to_have_text(
+        "Run nexusbrain serve and read the guide, Readable and Readable; [unknown] stays."
+    )
+    expect(first.locator("code")).to_have_text("nexusbrain serve")
+    expect(first.locator("strong")).to_have_text("guide")
+    assert content.locator("p").all_inner_texts() == [first.inner_text(), "Kept words."]
+    shown = content.inner_text()
+    hidden = ("<!--", "-->", "its own", "hidden", "over lines", "example.com", "[guide]")
+    assert [part for part in hidden if part in shown] == []
+    page.screenshot(path=tmp_path / "links-and-comments.png", full_page=True)
+    page.goto(f"{live_server.url}/app?q=nexusbrain+serve+guide")  # a snippet: the same
+    snippet = page.locator(".hit .snippet").first
+    expect(snippet).to_contain_text("Run nexusbrain serve and read the guide, Readable and")
+    expect(snippet.locator("code")).to_have_text("nexusbrain serve")
+    page.screenshot(path=tmp_path / "links-in-a-snippet.png")
+
+
+# The left edge of each item's number in an <ol>, from the list's left edge: the marker is the
+# number, ". " and the item's font, and ends where the item's text starts.
+MARKER_LEFT = """ol => {
+  const left = ol.getBoundingClientRect().left;
+  return [...ol.children].map((li, n) => {
+    const probe = document.createElement("span");
+    probe.textContent = `${ol.start + n}. `;
+    probe.style.font = getComputedStyle(li).font;
+    probe.style.whiteSpace = "pre";
+    probe.style.position = "absolute";
+    document.body.append(probe);
+    const width = probe.getBoundingClientRect().width;
+    probe.remove();
+    return [ol.start + n, li.getBoundingClientRect().left - width - left];
+  });
+}"""
+
+
+def test_list_numbers_from_10_up_are_whole(
+    live_server: LiveServer, page: Page, tmp_path: Path
+) -> None:
+    items = "\n".join(f"{n}. step {n}" for n in range(1, 13))
+    parts = "".join(f"\n\n## Part {n}\n\n" + f"Notes on part {n}. " * 70 for n in range(12))
+    text = f"# Steps\n\n{items}\n\nthen\n\n10. the tenth, again\n11. and on{parts}"
+    doc = live_server.brain.ingest_markdown(text, uri="notes/steps.md").document_id
+    page.goto(f"{live_server.url}/app/doc/{doc}")
+    lists = page.locator("#content ol")
+    expect(lists).to_have_count(2)
+    assert lists.nth(1).get_attribute("start") == "10"  # numbered as written
+    chunks = page.locator("#chunks")
+    expect(chunks.locator("li")).to_have_count(len(live_server.brain.document_chunks(doc)))
+    for ol in (lists.nth(0), lists.nth(1), chunks):
+        markers = ol.evaluate(MARKER_LEFT)
+        assert max(n for n, _ in markers) >= 11
+        assert [n for n, left in markers if left < -0.5] == [], markers  # inside their list
+    side = page.locator(".doc-side")
+    side.evaluate("e => e.scrollTop = e.scrollHeight")
+    side.screenshot(path=tmp_path / "chunk-numbers.png")
+    lists.nth(0).screenshot(path=tmp_path / "list-numbers.png")
+
+
+def test_the_mode_dropdown_lines_up_with_the_hits_box(
+    live_server: LiveServer, browser: Browser, tmp_path: Path
+) -> None:
+    for name, viewport in (("desktop", {"width": 1280, "height": 800}), ("phone", PHONE)):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        try:
+            page.goto(f"{live_server.url}/app")
+            mode = page.locator("select[name=mode]").bounding_box()
+            hits = page.locator("input[name=k]").bounding_box()
+            assert mode is not None and hits is not None
+            assert abs(mode["y"] - hits["y"]) < 0.5, (name, mode, hits)
+            assert abs(mode["height"] - hits["height"]) < 0.5, (name, mode, hits)
+            page.locator("#search-form").screenshot(path=tmp_path / f"search-options-{name}.png")
+        finally:
+            context.close()
+
+
+def test_the_vector_bar_keeps_a_gap_to_its_words(
+    live_server: LiveServer, page: Page, tmp_path: Path
+) -> None:
+    seed(live_server.brain)
+    page.goto(f"{live_server.url}/app/status")
+    vectors = page.locator("#vectors")
+    expect(vectors).to_contain_text("chunks have their vectors (100%)")
+    bar = vectors.locator("meter").bounding_box()
+    words = vectors.locator("span").evaluate(
+        "e => [...e.getClientRects()].map(r => ({x: r.x, y: r.y, right: r.right}))"
+    )
+    assert bar is not None and words
+    for line in words:  # each line of the words is clear of the bar, below it or beside it
+        below = line["y"] - (bar["y"] + bar["height"])
+        beside = line["x"] - (bar["x"] + bar["width"])
+        assert max(below, beside) >= 4, (bar, words)
+    vectors.screenshot(path=tmp_path / "vectors.png")
+    page.screenshot(path=tmp_path / "status.png")

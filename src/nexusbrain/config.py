@@ -46,6 +46,9 @@ DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
 CAPTURE_MAX_ROWS = 100_000
 POSTINGS_CACHE_MB = 32
+# Turns in one conversation session. Ingest is linear in the turns; the cap keeps one request
+# from holding a server thread for long (docs/design/reliability.md measures it).
+MAX_SESSION_TURNS = 20_000
 # Searches a brain ranks at once; more wait their turn. Most of a search holds the GIL, so
 # searches side by side in one process only share it, and each switch costs CPU: at 8
 # clients, one at a time answered 15% more requests on SQLite and 7% more on PostgreSQL,
@@ -104,6 +107,7 @@ class Limits:
     max_query_chars: int = 4_000
     max_k: int = 1_000
     max_budget_tokens: int = 200_000
+    max_session_turns: int = MAX_SESSION_TURNS  # turns in one conversation session
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,33 +1,44 @@
 """The discovery file: how a command line finds the server that is running for its database.
 
-`nexusbrain serve` writes `<db>.server.json` beside the SQLite file once it listens, and
-removes it when it stops:
+One server serves a SQLite file at a time. Before it listens, `nexusbrain serve` claims the
+database: an exclusive lock on `<db>.server.lock` (which holds its pid), kept while the
+process lives and dropped by the kernel when it ends, however it ends. A second server finds
+the lock held and refuses, naming the first (`claim`). Once it listens, the server writes
+`<db>.server.json` beside the SQLite file (atomically: readers never see half of it), and
+removes it when it stops, if it still names this process:
 
     {"url": "http://127.0.0.1:8765", "pid": 4242, "db": "/home/me/brain.db",
      "token_path": null, "mcp": true}
 
 With a bearer token, the server also writes the token to `<db>.server-token` (mode 0600: it
 opens nothing that the database beside it does not already hold) and names it in
-`token_path`. A reader ignores the file when it is stale: when its pid is not alive (a server
-killed by SIGKILL leaves it behind), and `locate` when nothing answers at its address (one
-connect); the command line and the MCP relay then work in process.
+`token_path`. A reader ignores the file when it is stale: when no server holds the claim or
+its pid is not alive (a server killed by SIGKILL leaves the file behind, and the next server
+replaces it), and `locate` when nothing answers at its address (one connect); the command
+line and the MCP relay then work in process.
 
 Standard library only (and config for BRAIN_URL): the command line's fast path imports it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from nexusbrain import wire
 from nexusbrain.environment import api_token, resolve_db, server_url
-from nexusbrain.errors import BrainError
+from nexusbrain.errors import BrainError, Conflict
 
 SUFFIX = ".server.json"
 TOKEN_SUFFIX = ".server-token"
+LOCK_SUFFIX = ".server.lock"
+# A reader tests the lock for an instant (`find`): a server claiming the database meanwhile
+# tries again for this long before it concludes that another server holds it.
+CLAIM_PATIENCE_SECONDS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +135,62 @@ def announce(
     return path
 
 
+class Claim:
+    """This process's claim to serve one database: the open lock file. Closing it (`close`)
+    gives the claim up; a process forked from the holder closes its copy of the descriptor,
+    which leaves the holder's claim standing (flock belongs to the open file, shared by every
+    copy of its descriptor, and ends with the last one)."""
+
+    def __init__(self, descriptor: int) -> None:
+        self._descriptor: int | None = descriptor
+
+    def close(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
+
+
+def claim(db: str | Path) -> Claim | None:
+    """Claim the database for a server of this process (None: not a SQLite file, which any
+    number of servers may share). Conflict, naming the running server (its address and pid),
+    when another process holds it."""
+    file = database_file(db)
+    if file is None:
+        return None
+    path = file.with_name(file.name + LOCK_SUFFIX)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    deadline = time.monotonic() + CLAIM_PATIENCE_SECONDS
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(descriptor)
+                raise Conflict(_held_by(file, path)) from None
+            time.sleep(0.02)
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, f"{os.getpid()}\n".encode())
+    return Claim(descriptor)
+
+
+def _held_by(file: Path, lock: Path) -> str:
+    """The one-line refusal of a second server: the running one's address and pid."""
+    info = _read(file.with_name(file.name + SUFFIX))
+    try:
+        holder = int(lock.read_text(encoding="utf-8").split()[0])
+    except (OSError, ValueError, IndexError):
+        holder = None
+    if info is not None and info.pid == holder:
+        where = f"is already running at {info.url} (pid {info.pid})"
+    else:
+        where = f"is starting (pid {holder})" if holder else "is already running"
+    return (
+        f"a server for {file} {where}: use it (commands find it by themselves), "
+        "or stop it before serving this database again"
+    )
+
+
 def withdraw(db: str | Path) -> None:
     """Remove this process's discovery and token files; a newer server's are left alone."""
     path = discovery_path(db)
@@ -138,12 +205,34 @@ def withdraw(db: str | Path) -> None:
 
 
 def find(db: str | Path) -> ServerInfo | None:
-    """The server running for this database, if its discovery file names a live process."""
+    """The server running for this database, if its discovery file names a live process
+    that holds the database's claim."""
     path = discovery_path(db)
     if path is None:
         return None
     info = _read(path)
-    return info if info is not None and _alive(info.pid) else None
+    if info is None or not _alive(info.pid) or not _claimed(path):
+        return None
+    return info
+
+
+def _claimed(discovery: Path) -> bool:
+    """Whether a server holds the claim beside this discovery file. Without a lock file (a
+    server from before claims) only the pid can tell, and it did."""
+    lock = discovery.with_name(discovery.name.removesuffix(SUFFIX) + LOCK_SUFFIX)
+    try:
+        descriptor = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return True  # unreadable: the pid is all there is
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # closing also drops a lock taken here
+    return False
 
 
 def _read(path: Path) -> ServerInfo | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -164,10 +163,11 @@ def test_kill_9_of_one_replica_during_ingest_20_times(postgres: Server, tmp_path
 @pytest.fixture
 def own_server() -> Iterator[Server]:
     """A PostgreSQL server of this test's own (it is stopped and started)."""
-    folder = Path(tempfile.mkdtemp(prefix="nexusbrain-test-pg-"))
-    server = Server(folder / "data")
-    yield server
-    server.close()
+    server = Server()
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 def test_postgres_restarted_under_load(own_server: Server, tmp_path: Path) -> None:

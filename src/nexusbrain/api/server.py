@@ -52,20 +52,37 @@ def run(
     a free one."""
     settings = server_settings(host, port, brain.settings.limits)
     check_bind(settings)
-    embedded = brain.admin.embed_missing(wait=False)  # a slow profile embeds in the background
-    if embedded:
-        log.info("embedded %d chunk(s) for %s before serving", embedded, brain.settings.embedder)
-    brain.admin.refresh_index()  # the first query does not wait for the index
     if workers > 1 and mcp:
         raise ConfigError(
             f"--workers {workers} with --mcp: an MCP session lives in one process; "
             "serve MCP from a server with one worker"
         )
+    claim = discovery.claim(brain.settings.db)  # a second server refuses here, naming the first
+    try:
+        _serve(brain, settings, log_level, mcp, on_listen, workers, claim)
+    finally:
+        if claim is not None:
+            claim.close()
+
+
+def _serve(
+    brain: Brain,
+    settings: ServerSettings,
+    log_level: str,
+    mcp: bool,
+    on_listen: Callable[[str], None] | None,
+    workers: int,
+    claim: discovery.Claim | None,
+) -> None:
+    embedded = brain.admin.embed_missing(wait=False)  # a slow profile embeds in the background
+    if embedded:
+        log.info("embedded %d chunk(s) for %s before serving", embedded, brain.settings.embedder)
+    brain.admin.refresh_index()  # the first query does not wait for the index
     listener = listen(settings.host, settings.port)
     bound = int(listener.getsockname()[1])
     settings = replace(settings, port=bound)  # port 0: the Host check knows the real one
     if workers > 1:
-        _supervise(brain, settings, listener, log_level, workers, on_listen)
+        _supervise(brain, settings, listener, log_level, workers, on_listen, claim)
         return
     app = create_app(brain, settings)
     if mcp:
@@ -98,11 +115,13 @@ def _supervise(
     log_level: str,
     workers: int,
     on_listen: Callable[[str], None] | None,
+    claim: discovery.Claim | None,
 ) -> None:
     url = local_url(settings.host, settings.port)
     shares = Shares(workers)
     children = [
-        _fork(brain, settings, listener, log_level, (shares, slot)) for slot in range(workers)
+        _fork(brain, settings, listener, log_level, (shares, slot), claim)
+        for slot in range(workers)
     ]
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
@@ -132,16 +151,21 @@ def _fork(
     listener: socket.socket,
     level: str,
     share: tuple[Shares, int],
+    claim: discovery.Claim | None,
 ) -> int:
     """A worker process answering on `listener`, counting its connections in slot `share[1]`
     of the shared counts; its pid. It opens a brain of its own and never touches the
     connections it inherits (closing one in a child could checkpoint or remove the
-    write-ahead log from under the others), so it ends with os._exit."""
+    write-ahead log from under the others), so it ends with os._exit. It lets go of its copy
+    of the database's claim: the claim is the supervisor's, the process the discovery file
+    names."""
     pid = os.fork()
     if pid:
         return pid
     code = 1
     try:
+        if claim is not None:
+            claim.close()
         # Ctrl-C reaches the whole group: the parent stops the workers
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         with Brain.open(settings=brain.settings) as own:

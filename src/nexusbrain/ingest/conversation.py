@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexusbrain.clock import parse_time
+from nexusbrain.config import MAX_SESSION_TURNS
 from nexusbrain.dates import day_tokens, stamp_day
-from nexusbrain.errors import InvalidInput
+from nexusbrain.errors import InvalidInput, TooLarge
 from nexusbrain.ingest.documents import Prepared
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind
 
@@ -47,21 +48,27 @@ def session_uri(session: Session) -> str:
 
 
 def prepare_session(
-    session: Session, *, domain: str, index_roles: frozenset[str] | None = None
+    session: Session,
+    *,
+    domain: str,
+    index_roles: frozenset[str] | None = None,
+    max_turns: int = MAX_SESSION_TURNS,
 ) -> Prepared:
     """The session document and one chunk per indexed turn.
 
     `index_roles` (lower-case) limits which turns become chunks, as LongMemEval indexes user
-    turns only; every turn is still part of the document's text."""
+    turns only; every turn is still part of the document's text. TooLarge over `max_turns`
+    (Limits.max_session_turns)."""
     if not session.id.strip():
         raise InvalidInput("conversation session: 'id' must not be empty")
+    _check_turns(len(session.turns), repr(session.id), max_turns)
     if not any(t.content.strip() for t in session.turns):
         raise InvalidInput(f"conversation session {session.id!r}: has no turn with content")
     parts = [
         f"{t.role.strip() or 'unknown'}: {_one_line_breaks(t.content).strip()}"
         for t in session.turns
     ]
-    visible = [_indexed(t, index_roles) for t in session.turns]
+    shown = [i for i, t in enumerate(session.turns) if _indexed(t, index_roles)]
     chunks: list[ChunkDraft] = []
     offset, line = 0, 1
     for index, (turn, block) in enumerate(zip(session.turns, parts, strict=True)):
@@ -69,7 +76,7 @@ def prepare_session(
             offset += len(TURN_SEPARATOR)
             line += TURN_SEPARATOR.count("\n")
         if _indexed(turn, index_roles):
-            around = _around(parts, visible, index)
+            around = _around(parts, shown, len(chunks))
             chunks.append(
                 _turn_chunk(session, turn, index, len(chunks), block, offset, line, around)
             )
@@ -79,13 +86,26 @@ def prepare_session(
     return Prepared(_session_draft(session, domain, content, index_roles), tuple(chunks), {})
 
 
-def _around(parts: list[str], visible: list[bool], index: int) -> str:
+def _around(parts: list[str], shown: list[int], position: int) -> str:
     """The indexed turns just before and after a turn: indexed with it as context, since a
     short answer ("yes, last Friday") only makes sense next to the question it answers. Turns
-    of roles that are not indexed (LongMemEval's assistant turns) never leak in as context."""
-    before = [p for p, v in zip(parts[:index], visible[:index], strict=True) if v]
-    after = [p for p, v in zip(parts[index + 1 :], visible[index + 1 :], strict=True) if v]
-    return "\n".join(before[-CONTEXT_TURNS:] + after[:CONTEXT_TURNS])
+    of roles that are not indexed (LongMemEval's assistant turns) never leak in as context.
+    `shown` holds the indexes of the indexed turns in order, and the turn is
+    `shown[position]`: its neighbours are a slice away, so a session costs time linear in its
+    turns."""
+    before = shown[max(0, position - CONTEXT_TURNS) : position]
+    after = shown[position + 1 : position + 1 + CONTEXT_TURNS]
+    return "\n".join(parts[i] for i in before + after)
+
+
+def _check_turns(count: int, session: str, max_turns: int) -> None:
+    """TooLarge when a session has more than `max_turns` turns."""
+    if count > max_turns:
+        raise TooLarge(
+            f"conversation session {session}: {count} turns is over the limit of {max_turns} "
+            f"turns a session (max_session_turns): split it into sessions of at most "
+            f"{max_turns} turns"
+        )
 
 
 def _one_line_breaks(text: str) -> str:
@@ -152,11 +172,27 @@ def _session_draft(
     )
 
 
-def sessions_from_json(sessions: Sequence[Mapping[str, Any]]) -> list[Session]:
+def sessions_from_json(
+    sessions: Sequence[Mapping[str, Any]], *, max_turns: int = MAX_SESSION_TURNS
+) -> list[Session]:
     """Sessions from plain JSON objects: `{id, conversation?, timestamp?, turns: [{role|speaker,
     content|text, timestamp?, id?}]}`, timestamps in ISO-8601. Errors name the session and
-    turn."""
+    turn. Every session's turns are counted (check_json_sizes) before any is read."""
+    check_json_sizes(sessions, max_turns=max_turns)
     return [_session(s, i) for i, s in enumerate(sessions)]
+
+
+def check_json_sizes(sessions: object, *, max_turns: int = MAX_SESSION_TURNS) -> None:
+    """TooLarge when a session of JSON sessions, not yet checked in any other way, has more
+    than `max_turns` turns. It only counts, so a body over the cap is refused in the time it
+    takes to count, before its turns become objects: an HTTP body's validation can call it
+    first of all."""
+    if not isinstance(sessions, list | tuple):
+        return
+    for index, raw in enumerate(sessions):
+        turns = raw.get("turns") if isinstance(raw, Mapping) else None
+        if isinstance(turns, list):
+            _check_turns(len(turns), f"sessions[{index}] ({raw.get('id')})", max_turns)
 
 
 def _session(raw: Mapping[str, Any], index: int) -> Session:

@@ -129,7 +129,9 @@
       document.title = `${doc.title || doc.uri} · nexusbrain`;
       document.getElementById("doc-meta").replaceChildren(...facts(doc));
       const chunks = chunkList(doc, chunk);
-      document.getElementById("chunks").replaceChildren(...(chunks.length ? chunks
+      const list = document.getElementById("chunks");
+      list.style.setProperty("--digits", String(String(chunks.length).length)); // app.css .chunks
+      list.replaceChildren(...(chunks.length ? chunks
         : [h("li", { class: "empty" }, "No chunks: nothing in this document is searchable.")]));
       const rows = historyRows(history.revisions);
       document.querySelector("#history tbody").replaceChildren(...(rows.length ? rows

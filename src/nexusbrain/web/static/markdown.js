@@ -1,18 +1,23 @@
 /* The web UI's markdown renderer for documents and snippets: web/markdown.py's blocks and
    inline rules (a test holds the two to the same output), building elements and text nodes
    only. No HTML in the text is ever parsed: the only elements made are the renderer's own, and
-   a link or an image shows as its text (no URL is followed or loaded). */
+   a link or an image shows as its text (no URL is followed or loaded), reference definitions
+   and HTML comments not at all. */
 "use strict";
 
 const MD = (() => {
   const { h } = NB;
   const HEADING = /^(#{1,6})\s+(.*?)\s*#*\s*$/;
-  const ITEM = /^\s*(?:([-*+])|(\d+)[.)])\s+(.*)/;
+  const ITEM = /^\s*(?:([-*+])|(\d{1,9})[.)])\s+(.*)/;
   const SEPARATOR = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
   const RULE = /^\s{0,3}([-*_])(?:\s*\1){2,}\s*$/;
   const BOLD = /\*\*(.+?)\*\*/g;
   const EM = /(?<![\p{L}\p{N}_*])\*(?![\s*])(.+?)(?<![\s*])\*(?![\p{L}\p{N}_*])|(?<![\p{L}\p{N}_])_(?![\s_])(.+?)(?<![\s_])_(?![\p{L}\p{N}_])/gu;
-  const LINK = /!?\[([^\]]*)\]\(([^()\s]*)(?:\s+[^()]*)?\)/g;
+  // markdown.py's _RAW: a code span (kept whole), a comment (dropped), a link or an image by
+  // any form (its text kept), a shortcut reference (its text, when its label is defined).
+  const RAW = /`[^`]*`|<!--.*?-->|!?\[((?:[^\]`]|`[^`]*`)*)\](?:\([^()\s]*(?:\s+[^()]*)?\)|\[[^\]]*\])|\[([^\]]+)\]/g;
+  const DEFINITION = /^ {0,3}\[([^\]]+)\]:\s*\S+(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*$/;
+  const COMMENT = /^ {0,3}<!--/;
   const FENCES = ["```", "~~~"];
   const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&#34;": '"', "&#39;": "'" };
 
@@ -22,7 +27,7 @@ const MD = (() => {
   /** markdown.py's _spans on escaped text, then only <strong> and <em> made into elements:
       every other character goes back into a text node. */
   function spans(text) {
-    let html = escape(text).replace(LINK, "$1").replace(BOLD, "<strong>$1</strong>");
+    let html = escape(text).replace(BOLD, "<strong>$1</strong>");
     html = html.replace(EM, (_, star, line) => `<em>${star ?? line}</em>`);
     const root = document.createDocumentFragment();
     const stack = [root];
@@ -42,8 +47,19 @@ const MD = (() => {
     return root;
   }
 
-  function inline(text) {
-    const parts = text.split("`");
+  const label = (text) => text.trim().split(/\s+/).join(" ").toLowerCase();
+
+  /** markdown.py's _plain: links and images as their text, comments dropped, code kept. */
+  function plain(text, defined) {
+    return text.replace(RAW, (whole, linked, shortcut) => {
+      if (linked !== undefined) return linked;
+      if (shortcut !== undefined) return defined.has(label(shortcut)) ? shortcut : whole;
+      return whole.startsWith("<!--") ? "" : whole;
+    });
+  }
+
+  function inline(text, defined) {
+    const parts = plain(text, defined).split("`");
     if (parts.length % 2 === 0) parts.splice(-2, 2, `${parts[parts.length - 2]}\`${parts[parts.length - 1]}`);
     const out = document.createDocumentFragment();
     parts.forEach((part, n) => out.append(n % 2 ? h("code", {}, part) : spans(part)));
@@ -60,9 +76,24 @@ const MD = (() => {
     return null;
   }
 
+  /** The line that closes the comment opened at line i when nothing follows it (markdown.py's
+      _comment_end); null: the lines are read as a paragraph. */
+  function commentEnd(lines, i) {
+    let rest = lines[i].slice(lines[i].indexOf("<!--") + 4);
+    let n = i;
+    while (!rest.includes("-->")) {
+      n += 1;
+      if (n === lines.length) return null;
+      rest = lines[n];
+    }
+    return rest.slice(rest.indexOf("-->") + 3).trim() ? null : n;
+  }
+
   function blockAt(lines, i) {
     const line = lines[i].trim();
     if (FENCES.some((f) => line.startsWith(f))) return code;
+    if (COMMENT.test(lines[i]) && commentEnd(lines, i) !== null) return comment;
+    if (DEFINITION.test(lines[i])) return definitions;
     if (i === 0 && line === "---" && frontMatterEnd(lines) !== null) return frontMatter;
     if (HEADING.test(line)) return heading;
     if (RULE.test(lines[i])) return rule;
@@ -72,7 +103,14 @@ const MD = (() => {
     return paragraph;
   }
 
-  // Each block takes (lines, i, out, shift) and returns the index after it.
+  // Each block takes (lines, i, out, shift, defined) and returns the index after it.
+
+  const comment = (lines, i) => commentEnd(lines, i) + 1;
+
+  function definitions(lines, i) {
+    while (i < lines.length && DEFINITION.test(lines[i])) i += 1;
+    return i;
+  }
 
   function code(lines, i, out) {
     const fence = lines[i].trim().slice(0, 3);
@@ -89,9 +127,9 @@ const MD = (() => {
     return end + 1;
   }
 
-  function heading(lines, i, out, shift) {
+  function heading(lines, i, out, shift, defined) {
     const match = HEADING.exec(lines[i].trim());
-    out.push(h(`h${Math.min(match[1].length + shift, 6)}`, {}, inline(match[2])));
+    out.push(h(`h${Math.min(match[1].length + shift, 6)}`, {}, inline(match[2], defined)));
     return i + 1;
   }
 
@@ -100,29 +138,29 @@ const MD = (() => {
     return i + 1;
   }
 
-  function table(lines, i, out) {
+  function table(lines, i, out, shift, defined) {
     const head = cells(lines[i]);
     const aligns = cells(lines[i + 1]).map((cell) => (cell.endsWith(":") ? "num" : null));
     const rows = [];
     i += 2;
     while (i < lines.length && lines[i].trim().startsWith("|")) rows.push(cells(lines[i++]));
-    const row = (values, tag) => h("tr", {}, values.map((v, n) => h(tag, { class: aligns[n] || null }, inline(v))));
+    const row = (values, tag) => h("tr", {}, values.map((v, n) => h(tag, { class: aligns[n] || null }, inline(v, defined))));
     out.push(h("div", { class: "table-wrap" }, h("table", {},
       h("thead", {}, row(head, "th")), h("tbody", {}, rows.map((r) => row(r, "td"))))));
     return i;
   }
 
-  function quote(lines, i, out, shift) {
+  function quote(lines, i, out, shift, defined) {
     const inner = [];
     while (i < lines.length && lines[i].trim().startsWith(">")) {
       const text = lines[i++].trim().slice(1);
       inner.push(text.startsWith(" ") ? text.slice(1) : text);
     }
-    out.push(h("blockquote", {}, blocks(inner, shift)));
+    out.push(h("blockquote", {}, blocks(inner, shift, defined)));
     return i;
   }
 
-  function list(lines, i, out) {
+  function list(lines, i, out, shift, defined) {
     const first = ITEM.exec(lines[i]);
     const tag = first[1] ? "ul" : "ol";
     const items = [];
@@ -132,25 +170,26 @@ const MD = (() => {
       const text = [item[3]];
       i += 1;
       while (i < lines.length && continues(lines[i])) text.push(lines[i++].trim()); // wrapped lines
-      items.push(h("li", {}, inline(text.join(" "))));
+      items.push(h("li", {}, inline(text.join(" "), defined)));
     }
-    out.push(h(tag, {}, items));
+    const start = Number(first[2] || 1); // a list that starts at 10 is numbered from 10
+    out.push(h(tag, { start: start !== 1 ? start : null }, items));
     return i;
   }
 
   const continues = (line) => /^[ \t]/.test(line) && line.trim() !== "" && !ITEM.test(line);
 
-  function paragraph(lines, i, out) {
+  function paragraph(lines, i, out, shift, defined) {
     const text = [];
     while (i < lines.length && lines[i].trim() && (!text.length || blockAt(lines, i) === paragraph)) {
       text.push(lines[i++].trim());
     }
-    out.push(h("p", {}, inline(text.join(" "))));
+    out.push(h("p", {}, inline(text.join(" "), defined)));
     return i;
   }
 
   /** The blocks of `lines`; with `numbered`, each carries data-lines="first-last" (1-based). */
-  function blocks(lines, shift, numbered = false) {
+  function blocks(lines, shift, defined, numbered = false) {
     const out = [];
     let i = 0;
     while (i < lines.length) {
@@ -160,7 +199,7 @@ const MD = (() => {
       }
       const start = i;
       const before = out.length;
-      i = blockAt(lines, i)(lines, i, out, shift);
+      i = blockAt(lines, i)(lines, i, out, shift, defined);
       if (numbered && out.length > before) out[out.length - 1].dataset.lines = `${start + 1}-${Math.min(i, lines.length)}`;
     }
     return out;
@@ -170,7 +209,9 @@ const MD = (() => {
       lines: true numbers each top-level block with the source lines it came from. */
   function render(text, { headingShift = 0, lines = false } = {}) {
     const fragment = document.createDocumentFragment();
-    fragment.append(...blocks(text.split(/\r\n|\r|\n/), headingShift, lines));
+    const all = text.split(/\r\n|\r|\n/);
+    const defined = new Set(all.map((line) => DEFINITION.exec(line)).filter(Boolean).map((m) => label(m[1])));
+    fragment.append(...blocks(all, headingShift, defined, lines));
     return fragment;
   }
 
