@@ -86,7 +86,10 @@ class Writer:
 
         roles = frozenset(r.lower() for r in index_roles) if index_roles is not None else None
         chosen = domain or self._settings.default_domain
-        prepared = [prepare_session(s, domain=chosen, index_roles=roles) for s in sessions]
+        most = self._settings.limits.max_session_turns
+        prepared = [
+            prepare_session(s, domain=chosen, index_roles=roles, max_turns=most) for s in sessions
+        ]
         return [self._write_batch([p])[0] for p in prepared]
 
     def directory(
