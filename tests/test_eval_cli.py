@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -17,6 +18,7 @@ from click.testing import CliRunner, Result
 from nexusbrain.brain import Brain
 from nexusbrain.cli.eval import eval_group
 from nexusbrain.cli.main import cli
+from nexusbrain.evals.calibration import expected_calibration_error
 from tests.conftest import LiveServer
 from tests.test_eval_suites import write_beir
 
@@ -191,6 +193,35 @@ def test_beir_folder_shorthand_and_trec_scoring(tmp_path: Path) -> None:
     metrics = json.loads(scored.stdout)["metrics"]
     expected = json.loads(direct.stdout)["metrics"]
     assert metrics == {k: expected[k] for k in ("ndcg@10", "recall@100", "mrr")}
+
+
+def test_eval_reports_the_calibration_of_the_confidence(tmp_path: Path) -> None:
+    folder = write_beir(tmp_path / "mini")
+    with (folder / "queries.jsonl").open("a") as queries:  # one word of three held: weak
+        queries.write(json.dumps({"_id": "4", "text": "turbines zqxv plorbic"}) + "\n")
+    with (folder / "qrels" / "dev.tsv").open("a") as qrels:
+        qrels.write("4\td1\t1\n")
+    hashing = {"BRAIN_EMBEDDER": "hashing"}
+    # "volcano" is in no document: nothing returned; conservative also withholds query 4
+    for mode, empty in (("balanced", 1), ("conservative", 2)):
+        args = ["eval", "beir", str(folder), "--split", "dev", "--mode", mode]
+        found = run(*args, "--json", env=hashing)
+        assert found.exit_code == 0, found.output
+        body = json.loads(found.stdout)
+        queries = [q for q in body["per_query"] if q["confidence"] is not None]
+        labels = [bool(set(q["top"][:5]) & set(q["relevant"])) for q in queries]
+        values = [q["confidence"] for q in queries]
+        calibration = body["calibration"]
+        assert calibration["ece"] == pytest.approx(
+            expected_calibration_error(values, labels), abs=1e-6
+        )
+        assert calibration["results"] == len(queries) == 4 - empty
+        assert calibration["empty"] == empty
+        bands = Counter(q["band"] for q in queries)
+        assert {k: v["results"] for k, v in calibration["bands"].items()} == dict(bands)
+        assert (bands["no good match"] == 1) is (mode == "balanced")
+        shown = run(*args, env=hashing)
+        assert f"calibration: ECE {calibration['ece']:.4f} (10 equal-width bins)" in shown.output
 
 
 def test_convert_locomo_then_longmemeval(tmp_path: Path) -> None:

@@ -107,6 +107,16 @@ def test_run_all_runs_every_suite_and_mode_and_logs_them(git_root: Path, tmp_pat
         "mrr",
     }
     assert "session_recall_any@10" in by_key[("longmemeval", "tokenmax")].metrics
+    for suite in ("locomo", "beir"):  # the confidence's calibration, in the log and the report
+        for mode in ("conservative", "balanced", "tokenmax"):
+            found = by_key[(suite, mode)].details["calibration"]
+            assert 0.0 <= found["ece"] <= 1.0 and found["bins"] == 10
+            counted = sum(band["results"] for band in found["bands"].values())
+            assert counted == found["results"] and found["results"] + found["empty"] > 0
+    report = compare(reading.records, resamples=200).markdown
+    section = report.split("## beir", 1)[1].split("### Calibration of the confidence", 1)[1]
+    beir = by_key[("beir", "balanced")].details["calibration"]
+    assert f"| balanced | {beir['ece']:.4f} | {beir['mean_confidence']:.4f} |" in section
     bench = by_key[("brainbench", "n/a")]
     assert bench.status is RunStatus.COMPLETED and bench.metrics["graph_checks_passed"] == 1.0
     replayed = by_key[("replay", "balanced")]

@@ -197,16 +197,46 @@ class RerankChange:
 
 
 @dataclass(frozen=True, slots=True)
-class Confidence:
-    """How likely a result set is to hold a good match, shared by its hits. `value`
-    estimates the chance that one of the first five hits is relevant (a logistic curve of
-    the two quantities below, fitted on the dev sets: retrieval/confidence.py,
-    docs/tuning.md); `weak` says it is low enough to call it no good match."""
+class Evidence:
+    """What a result set's confidence is read from: all of it at hand once the lists are
+    fused (retrieval/confidence.py). The best hit is the first of the fused ranking; a list
+    position is a rank from 1, None when the list did not rank it; what a list that did not
+    run (the dense one without an embedder, a reranker) would say is None."""
 
-    value: float
     coverage: float  # the share of the query's idf weight that the best hit holds
     matched: float  # that weight, in units of the idf of a word no chunk holds
+    fused_margin: float  # the best fused score minus the second's
+    lexical_margin: float  # BM25's first score minus its second, over its first
+    lexical_rank: int | None  # the best hit's rank in BM25's list
+    cosine: float | None = None  # the best hit's similarity to the query (the dense score)
+    dense_margin: float | None = None  # the dense list's first score minus its second
+    dense_rank: int | None = None  # the best hit's rank in the dense list
+    overlap: int | None = None  # how many of BM25's first five are in the dense list's
+    rerank: float | None = None  # the reranker's score of the best hit
+
+
+@dataclass(frozen=True, slots=True)
+class Confidence:
+    """How likely a result set is to hold a good match, shared by its hits. `value`
+    estimates the chance that one of the first five hits is relevant (a logistic model of
+    the evidence, fitted on the dev sets: retrieval/confidence.py, docs/tuning.md); `weak`
+    says it is low enough to call it no good match."""
+
+    value: float
     weak: bool
+    evidence: Evidence
+
+    @property
+    def coverage(self) -> float:
+        return self.evidence.coverage
+
+    @property
+    def matched(self) -> float:
+        return self.evidence.matched
+
+    @property
+    def cosine(self) -> float | None:
+        return self.evidence.cosine
 
 
 @dataclass(frozen=True, slots=True)

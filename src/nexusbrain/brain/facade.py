@@ -118,6 +118,7 @@ class Brain:
             settings.lexical,
             embedder,
             self._index,
+            profile=settings.embedder,
             at_once=settings.searches_at_once,
         )
         self._captures = CaptureLog(self._store, settings.capture, clock)

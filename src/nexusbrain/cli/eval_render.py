@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import click
 import orjson
 
+from nexusbrain.evals.calibration import calibration_lines, calibration_view
 from nexusbrain.evals.metrics import Metric
 from nexusbrain.evals.runs import EvalRun, broken_floors, run_view
 
@@ -49,6 +50,9 @@ def show(run: EvalRun) -> None:
             click.echo(
                 f"{name:<{width}}" + "".join(f"  {_number(values.get(k)):>10}" for k in keys)
             )
+    if run.calibration is not None:
+        for line in calibration_lines(calibration_view(run.calibration)):
+            click.echo(line)
     click.echo("counts: " + ", ".join(f"{k} {v}" for k, v in run.counts.items()))
     click.echo("time: " + ", ".join(f"{k} {v:.1f}s" for k, v in run.seconds.items()))
 

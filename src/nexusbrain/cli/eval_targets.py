@@ -26,6 +26,7 @@ from nexusbrain.evals.answer import Passage
 from nexusbrain.evals.targets import Retrieved, SearchRequest, Workspace, WorkspaceFactory
 from nexusbrain.ingest.conversation import Session
 from nexusbrain.records import Hit, SearchFilters, SearchMode
+from nexusbrain.retrieval.confidence import band, band_of
 from nexusbrain.retrieval.modes import preset
 
 
@@ -103,7 +104,19 @@ class BrainTarget:
 
 
 def _retrieved(hit: Hit) -> Retrieved:
-    return Retrieved(chunk_id=hit.chunk_id, uri=hit.uri, unit=hit.unit, text=hit.text)
+    return Retrieved(
+        chunk_id=hit.chunk_id,
+        uri=hit.uri,
+        unit=hit.unit,
+        text=hit.text,
+        **_sure(hit),
+    )
+
+
+def _sure(hit: Hit) -> dict[str, Any]:
+    """The confidence of the hit's result set, in a number and a word."""
+    found = hit.trace.confidence
+    return {} if found is None else {"confidence": found.value, "band": band(found)}
 
 
 class SpanTarget(BrainTarget):
@@ -114,7 +127,15 @@ class SpanTarget(BrainTarget):
         self, query: str, request: SearchRequest, *, path_prefix: str | None = None
     ) -> list[Retrieved]:
         return [
-            Passage(h.chunk_id, h.uri, h.unit, h.text, h.line_start, h.line_end)
+            Passage(
+                h.chunk_id,
+                h.uri,
+                h.unit,
+                h.text,
+                h.line_start,
+                h.line_end,
+                **_sure(h),
+            )
             for h in self._hits(query, request, path_prefix)
         ]
 
@@ -170,8 +191,15 @@ class HttpTarget:
             params["path_prefix"] = path_prefix
         with self._get("/search?" + urllib.parse.urlencode(params)) as response:
             body = orjson.loads(response.read())
+        sure = _confidence(body.get("confidence"))
         return [
-            Retrieved(int(h["chunk_id"]), str(h["uri"]), h.get("unit"), str(h.get("text", "")))
+            Retrieved(
+                int(h["chunk_id"]),
+                str(h["uri"]),
+                h.get("unit"),
+                str(h.get("text", "")),
+                **sure,
+            )
             for h in body["hits"]
         ]
 
@@ -194,6 +222,14 @@ class HttpTarget:
             raise InvalidInput(f"{self.url} answered {exc.code}: {_message(exc.read())}") from None
         except (urllib.error.URLError, OSError) as exc:
             raise InvalidInput(f"cannot reach --api {self.url}: {exc}") from None
+
+
+def _confidence(view: Any) -> dict[str, Any]:
+    """The result set's confidence, in a number and a word, from a server's JSON."""
+    if not isinstance(view, dict) or "value" not in view:
+        return {}
+    value = float(view["value"])
+    return {"confidence": value, "band": band_of(value, weak=bool(view.get("weak", False)))}
 
 
 def _message(body: bytes) -> str:

@@ -19,7 +19,7 @@ import orjson
 
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals.metrics import Metric
-from nexusbrain.evals.runner import JudgedQuery, score_queries
+from nexusbrain.evals.runner import JudgedQuery, calibrated, score_queries
 from nexusbrain.evals.runs import EvalRun, means, run_config
 from nexusbrain.evals.targets import Retrieved, SearchRequest, WorkspaceFactory
 from nexusbrain.evals.trec import QrelsFormat, read_qrels
@@ -157,6 +157,7 @@ def run_beir(
             "search": searching,
             "total": time.perf_counter() - started,
         },
+        calibration=calibrated(scores),
     )
 
 

@@ -28,6 +28,7 @@ from nexusbrain.evals.bootstrap import (
 from nexusbrain.evals.plain import sentence
 from nexusbrain.evals.results_log import NO_MODE, RunRecord, RunStatus, latest
 from nexusbrain.records import SearchMode
+from nexusbrain.retrieval.confidence import Band
 
 SUITE_ORDER = ("longmemeval", "locomo", "beir", "replay", "brainbench")
 OPERATIONAL = ("avg_tokens", "cost_per_query_usd", "p99_latency_ms")
@@ -211,6 +212,7 @@ def _section(suite: _Suite, threshold: float) -> list[str]:
     lines += _metric_table(suite.name, done)
     lines += _bootstrap_table(suite, threshold)
     lines += _operational(done)
+    lines += _calibration(done)
     lines += [_tradeoff(suite, done, threshold), ""]
     return lines
 
@@ -307,6 +309,43 @@ def _operational(runs: Sequence[RunRecord]) -> list[str]:
         ]
         lines.append(f"| {r.mode} | " + " | ".join(cells) + " |")
     return [*lines, ""]
+
+
+def _calibration(runs: Sequence[RunRecord]) -> list[str]:
+    """Each mode's calibration of its confidence, when its run recorded one
+    (evals/calibration.py; "good match" precision: the share of those result sets with a
+    relevant hit in the top 5; "no good match": the share without one)."""
+    found = [(r, r.details["calibration"]) for r in runs if "calibration" in r.details]
+    if not found:
+        return []
+    lines = [
+        "### Calibration of the confidence",
+        "",
+        "| mode | ECE | mean confidence | relevant in top 5 | good match: n, precision "
+        "| no good match: n, precision | nothing returned |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for run, view in found:
+        bands = view.get("bands", {})
+        good, none = bands.get(Band.GOOD.value), bands.get(Band.NONE.value)
+        share = view["with_relevant_in_top5"] / view["results"] if view["results"] else None
+        lines.append(
+            f"| {run.mode} | {view['ece']:.4f} | {view['mean_confidence']:.4f} "
+            f"| {_fixed(share, 4)} "
+            f"| {_band_cell(good, view.get('good_match_precision'))} "
+            f"| {_band_cell(none, view.get('no_match_precision'))} | {view.get('empty', 0)} |"
+        )
+    return [
+        *lines,
+        "",
+        f"ECE over {found[0][1]['bins']} equal-width bins of the confidence; the label is a "
+        "relevant hit among the first 5.",
+        "",
+    ]
+
+
+def _band_cell(count: Mapping[str, int] | None, precision: float | None) -> str:
+    return "0" if not count else f"{count['results']}, {_fixed(precision, 4)}"
 
 
 def _fixed(value: float | None, places: int) -> str:

@@ -36,7 +36,7 @@ import orjson
 
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals.metrics import Metric
-from nexusbrain.evals.runner import JudgedQuery, score_queries
+from nexusbrain.evals.runner import JudgedQuery, calibrated, score_queries
 from nexusbrain.evals.runs import EvalRun, QueryScore, grouped, means, run_config
 from nexusbrain.evals.targets import Retrieved, SearchRequest, WorkspaceFactory
 from nexusbrain.ingest.conversation import Session, Turn
@@ -309,6 +309,7 @@ def run_locomo(
             "search": searching,
             "total": time.perf_counter() - started,
         },
+        calibration=calibrated(averaged),
     )
 
 

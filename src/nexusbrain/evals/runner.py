@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nexusbrain.evals.calibration import Calibration, Judged, calibrate, good_in_top
 from nexusbrain.evals.metrics import Metric, evaluate, parse_metric
 from nexusbrain.evals.runs import TOP_SHOWN, EvalRun, QueryScore, commit, grouped, means, run_config
 from nexusbrain.evals.targets import Retrieved, SearchRequest, SearchTarget
@@ -50,7 +51,14 @@ def ranked_ids(results: Sequence[Retrieved], id_of: IdOf) -> list[str]:
     return list(dict.fromkeys(id_of(r) for r in results))
 
 
-def score_query(query: JudgedQuery, ranked: Sequence[str], metrics: Sequence[Metric]) -> QueryScore:
+def score_query(
+    query: JudgedQuery,
+    ranked: Sequence[str],
+    metrics: Sequence[Metric],
+    sure: Retrieved | None = None,
+) -> QueryScore:
+    """A query's scores, with the confidence of its result set when the target gave one
+    (`sure`: a result carrying it)."""
     grades = dict(query.judgments)
     return QueryScore(
         id=query.id,
@@ -60,7 +68,14 @@ def score_query(query: JudgedQuery, ranked: Sequence[str], metrics: Sequence[Met
         top=tuple(ranked[:TOP_SHOWN]),
         scores={m.key: evaluate(m, ranked, grades) for m in metrics},
         group=query.group,
+        confidence=None if sure is None else sure.confidence,
+        band=None if sure is None else sure.band,
     )
+
+
+def calibrated(scores: Sequence[QueryScore]) -> Calibration | None:
+    """The calibration of these queries' result sets (evals/calibration.py)."""
+    return calibrate(Judged(s.confidence, s.band, good_in_top(s.top, s.relevant)) for s in scores)
 
 
 def score_queries(
@@ -80,7 +95,8 @@ def score_queries(
         results = target.search(query.text, request, path_prefix=query.scope)
         spent += time.perf_counter() - started
         ranked = ranked_ids(results, id_of)
-        scores.append(score_query(query, ranked, metrics))
+        sure = next((r for r in results if r.confidence is not None), None)
+        scores.append(score_query(query, ranked, metrics, sure))
         if keep is not None:
             keep(query, ranked)
         if progress is not None:
@@ -124,6 +140,7 @@ def run_queries(
         groups=grouped(scores, metrics, "split") if len(splits) > 1 else {},
         counts={"queries": len(scores)},
         seconds=timing,
+        calibration=calibrated(scores),
     )
 
 

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from nexusbrain.errors import InvalidInput
+from nexusbrain.evals.calibration import Calibration, calibration_view
 from nexusbrain.evals.metrics import Metric, mean
 from nexusbrain.evals.targets import SearchRequest
+from nexusbrain.retrieval.confidence import Band
 
 TOP_SHOWN = 10  # ranked ids kept per query in the run record
 
@@ -32,6 +34,8 @@ class QueryScore:
     top: tuple[str, ...]
     scores: Mapping[str, float]
     group: str | None = None
+    confidence: float | None = None  # the result set's (None: it returned nothing)
+    band: Band | None = None  # the confidence in a word
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,7 @@ class EvalRun:
     groups: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     counts: Mapping[str, int] = field(default_factory=dict)
     seconds: Mapping[str, float] = field(default_factory=dict)
+    calibration: Calibration | None = None  # of the result sets behind `metrics`
 
 
 def means(scores: Sequence[QueryScore], metrics: Iterable[Metric | str]) -> dict[str, float]:
@@ -152,6 +157,7 @@ def run_view(run: EvalRun) -> dict[str, Any]:
         "counts": dict(run.counts),
         "seconds": {key: round(value, 3) for key, value in run.seconds.items()},
         "config": dict(run.config),
+        **({"calibration": calibration_view(run.calibration)} if run.calibration else {}),
         "per_query": [_query_view(q) for q in run.per_query],
     }
 
@@ -163,4 +169,6 @@ def _query_view(score: QueryScore) -> dict[str, Any]:
     out["relevant"] = list(score.relevant)
     out["top"] = list(score.top)
     out["scores"] = {key: round(value, 6) for key, value in score.scores.items()}
+    out["confidence"] = None if score.confidence is None else round(score.confidence, 6)
+    out["band"] = None if score.band is None else score.band.value
     return out

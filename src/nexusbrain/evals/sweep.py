@@ -30,6 +30,7 @@ from nexusbrain.clock import Clock
 from nexusbrain.errors import BrainError, InvalidInput
 from nexusbrain.evals import answer, beir, locomo, longmemeval
 from nexusbrain.evals.brainbench import run_brainbench
+from nexusbrain.evals.calibration import calibration_view
 from nexusbrain.evals.metering import Meter, context, context_tokens, metered
 from nexusbrain.evals.metrics import mean
 from nexusbrain.evals.replay import ReplayTarget, read_captures, run_replay
@@ -332,6 +333,7 @@ def _finish(
     keys = list(dict.fromkeys(k for values in rows.values() for k in values))
     metrics = {k: mean(v[k] for v in rows.values() if k in v) for k in keys}
     details: dict[str, Any] = {"counts": dict(run.counts), "seconds": _rounded(run.seconds)}
+    details.update(_calibration(run))
     cost = 0.0
     if spec.answer is not None:
         answers = _answers(spec, tools, scored, contexts, gold)
@@ -405,8 +407,18 @@ def _beir(planned: PlannedRun, spec: SweepSpec, tools: SweepTools) -> Outcome:
         fingerprint=fingerprint(
             [folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"]
         ),
-        details={"counts": dict(run.counts), "seconds": _rounded(run.seconds), "split": split},
+        details={
+            "counts": dict(run.counts),
+            "seconds": _rounded(run.seconds),
+            "split": split,
+            **_calibration(run),
+        },
     )
+
+
+def _calibration(run: EvalRun) -> dict[str, Any]:
+    """The run's calibration, for the log's details (`eval compare` shows it)."""
+    return {"calibration": calibration_view(run.calibration)} if run.calibration else {}
 
 
 def _split(folder: Path, spec: SweepSpec) -> str:

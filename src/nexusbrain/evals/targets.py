@@ -11,21 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from nexusbrain.ingest.conversation import Session
+from nexusbrain.retrieval.confidence import Band
 
 
 @dataclass(frozen=True, slots=True)
 class Retrieved:
-    """One search result as an evaluation sees it: enough to map it to a dataset id."""
+    """One search result as an evaluation sees it: enough to map it to a dataset id, and
+    the confidence of the result set it came from, in a number and in a word (None when
+    the target gives none)."""
 
     chunk_id: int
     uri: str
     unit: str | None
     text: str
+    confidence: float | None = field(default=None, kw_only=True)
+    band: Band | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal
 
+from nexusbrain.config import Profile
 from nexusbrain.records import SearchMode
 
 
@@ -20,15 +21,43 @@ class PRFConfig:
 
 @dataclass(frozen=True, slots=True)
 class ConfidenceModel:
-    """The logistic curve of a result set's confidence (retrieval/confidence.py), fitted by
+    """A logistic model of a result set's confidence: σ(intercept + Σ weight × feature),
+    the features named as in retrieval/confidence.py (`Feature`). Fitted by
     scripts/fit_confidence.py on the dev sets (docs/tuning.md)."""
 
-    intercept: float = -5.041
-    coverage: float = 6.170  # per unit of the best hit's share of the query's idf weight
-    matched: float = 2.582  # per unit of ln(1 + its rare words' worth)
-    # Under this, "no good match": few answerable questions fall under it, most that no
-    # chunk answers do (docs/tuning.md, "The confidence of a result set", has the shares).
-    weak_below: float = 0.3
+    intercept: float
+    weights: MappingProxyType[str, float]
+
+
+def _model(intercept: float, **weights: float) -> ConfidenceModel:
+    return ConfidenceModel(intercept, MappingProxyType(weights))
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileConfidence:
+    """The confidence models of one embedding profile: `plain` for a search whose dense
+    list ran, `reranked` for one whose hits a reranker also scored (None until one is
+    fitted: the plain model then serves). A search without a dense list (lexical only, or
+    `dense=False`) takes the `none` profile's model whatever the profile."""
+
+    plain: ConfidenceModel
+    reranked: ConfidenceModel | None = None
+
+
+# BEGIN fitted confidence (scripts/fit_confidence.py --write rewrites each model)
+_LEXICAL = _model(-4.0321, coverage=4.2746, matched=2.6065)
+_EDGE = _model(-4.3045, coverage=3.2526, matched=1.7045, cosine=3.3666, overlap=1.9272)
+# quality: fitted on Cranfield, CISI, MED and LoCoMo dev only (docs/tuning.md)
+_QUALITY = _model(-4.6673, coverage=2.4831, matched=1.4873, cosine=5.7506, overlap=0.9702)
+# END fitted confidence
+CONFIDENCE: MappingProxyType[Profile, ProfileConfidence] = MappingProxyType(
+    {
+        Profile.EDGE: ProfileConfidence(_EDGE),
+        Profile.QUALITY: ProfileConfidence(_QUALITY),
+        Profile.HASHING: ProfileConfidence(_LEXICAL),
+        Profile.NONE: ProfileConfidence(_LEXICAL),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +83,6 @@ class SearchConfig:
         default_factory=lambda: MappingProxyType({"dense": -1.0, "dense_prf": -1.0})
     )
     min_relative_score: float = 0.0  # drop hits whose fused score < this × the best one
-    confidence: ConfidenceModel = field(default_factory=ConfidenceModel)
     withhold_weak: bool = False  # return nothing when the result set is no good match
     neighbours: int = 0  # recall: add this many chunks before/after each hit, as context
     graph: bool = False  # recall: add graph context for entities in the top hits

@@ -12,26 +12,27 @@ runs on a worker thread beside the dense search.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from nexusbrain.config import LexicalConfig
+from nexusbrain.config import LexicalConfig, Profile
 from nexusbrain.dates import is_time_token, token_time, without_dates
 from nexusbrain.embeddings import Embedder
 from nexusbrain.records import (
     Chunk,
     Confidence,
     DocumentHead,
+    Evidence,
     Hit,
     RetrieverScore,
     Scored,
     SearchFilters,
     Trace,
 )
-from nexusbrain.retrieval.confidence import confidence
+from nexusbrain.retrieval.confidence import OVERLAP_DEPTH, confidence, held_weight
 from nexusbrain.retrieval.fusion import Fused, rrf, zscore
 from nexusbrain.retrieval.hits import build_hits
 from nexusbrain.retrieval.modes import SearchConfig
@@ -53,6 +54,7 @@ class Ranked:
     prf_terms: tuple[str, ...]
     weights: Mapping[str, float]
     rarest: float
+    cosine: float | None = None  # the dense score of the fused first (None: no dense list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +80,13 @@ class Searcher:
         embedder: Embedder | None,
         index: DenseIndex | None,
         *,
+        profile: Profile,
         at_once: int = 1,
     ) -> None:
-        """`at_once`: how many searches rank at the same time (config.SEARCHES_AT_ONCE)."""
+        """`profile`: the embedding profile, whose model the confidence reads; `at_once`: how
+        many searches rank at the same time (config.SEARCHES_AT_ONCE)."""
         self.store = store
+        self.profile = profile
         self.lexical = lexical
         self.config = config
         self.embedder = embedder
@@ -143,7 +148,7 @@ class Searcher:
         kept = _above_floor(ranked.fused, config.min_relative_score)
         # one read of the chunks: the best one (for the confidence) and those shown
         chunks = self.store.fetch_chunks([f.chunk_id for f in kept[: max(k, 1)]])
-        sure = self._confidence(query, ranked, kept, config, chunks)
+        sure = self._confidence(query, ranked, kept, chunks)
         shown = [] if sure is not None and sure.weak and config.withhold_weak else kept[:k]
         positions = _Positions(ranked.lists)
         said = _said_on(ranked, shown, chunks)
@@ -158,29 +163,46 @@ class Searcher:
         query: str,
         ranked: Ranked,
         kept: list[Fused],
-        config: SearchConfig,
         chunks: Mapping[int, tuple[Chunk, DocumentHead]],
     ) -> Confidence | None:
-        """From the query tokens the best hit holds in any of its indexed columns. A day or
-        month the query names is left out, its words and its token: the turns said that day
-        rarely write it ("what did Nate cook on 9 November, 2022?" is answered by a turn that
-        holds "Nate" and "cooking"), and no note holds the token. A query that is nothing
-        but a date is judged by its words."""
+        """From the evidence the ranking holds (retrieval/confidence.py): no database read
+        beyond the chunks the search shows."""
         if not kept:
             return None
         found = chunks.get(kept[0].chunk_id)
-        held: set[str] = set()
-        if found is not None:
-            chunk = found[0]
-            for text in (chunk.text, " ".join(chunk.heading_path), chunk.context):
-                held.update(tokens(text))
+        coverage, matched = held_weight(
+            self._confidence_words(query, ranked), ranked.rarest, _tokens_of(found)
+        )
+        best = ranked.fused[0]
+        ranks = {c.retriever: c.rank for c in best.contributions}
+        lexical = ranked.lists.get("bm25", [])
+        dense = ranked.lists.get("dense") if ranked.cosine is not None else None
+        evidence = Evidence(
+            coverage=coverage,
+            matched=matched,
+            fused_margin=best.score - (ranked.fused[1].score if len(ranked.fused) > 1 else 0.0),
+            lexical_margin=_relative_margin(lexical),
+            lexical_rank=ranks.get("bm25"),
+            cosine=ranked.cosine,
+            dense_margin=None if dense is None else _margin(dense),
+            dense_rank=ranks.get("dense"),
+            overlap=None if dense is None else _overlap(lexical, dense),
+        )
+        return confidence(evidence, self.profile)
+
+    def _confidence_words(self, query: str, ranked: Ranked) -> Mapping[str, float]:
+        """The query tokens the confidence weighs. A day or month the query names is left
+        out, its words and its token: the turns said that day rarely write it ("what did
+        Nate cook on 9 November, 2022?" is answered by a turn that holds "Nate" and
+        "cooking"), and no note holds the token. A query that is nothing but a date is
+        judged by its words."""
         words = ranked.weights
         if any(map(is_time_token, words)):
             rest = set(query_tokens(self._terms(without_dates(query))))
             words = {t: w for t, w in words.items() if t in rest} or {
                 t: w for t, w in words.items() if not is_time_token(t)
             }
-        return confidence(words, ranked.rarest, held, config.confidence)
+        return words
 
     def _terms(self, query: str) -> list[str]:
         return query_terms(
@@ -231,8 +253,8 @@ class Searcher:
                 lists["dense_prf"] = index.search(
                     probes["dense_prf"], depth, filters, best_per_document=best_per_document
                 )
-        fused = self._fuse(lists, probes, worded, config, depth)
-        return Ranked(lists, fused, tuple(expansion), found.weights, found.rarest)
+        fused, cosine = self._fuse(lists, probes, worded, config, depth)
+        return Ranked(lists, fused, tuple(expansion), found.weights, found.rarest, cosine)
 
     def _bm25(
         self, terms: Sequence[str], depth: int, filters: SearchFilters, best: bool
@@ -265,29 +287,34 @@ class Searcher:
         worded: Mapping[str, list[str]],
         config: SearchConfig,
         depth: int,
-    ) -> list[Fused]:
+    ) -> tuple[list[Fused], float | None]:
         """RRF or z-score fusion over chunk ids; with best-per-document lists, over document
         ids, so that a document found through different chunks by different retrievers gets
-        one fused score (shown through the chunk of its best list position)."""
+        one fused score (shown through the chunk of its best list position). Also the dense
+        list's score of the fused first, for the confidence (None without a dense list; 0
+        when RRF fused a first that the dense list did not rank, which z-score fusion scores)."""
         per_document = _per_document(lists)
         key = _doc if per_document else _chunk
+        dense: dict[int, float] = {}
         if config.fusion == "rrf":
             ids = {name: [key(s) for s in results] for name, results in lists.items()}
             fused = rrf(ids, config.weights, config.rrf_k)
         else:
             scored = {name: [(key(s), s.score) for s in found] for name, found in lists.items()}
             extra = self._dense_scores(lists, probes, per_document)
+            dense = extra.get("dense", {})
             extra.update(self._lexical_scores(lists, worded, per_document))
             fused = zscore(scored, config.weights, extra, positions=depth, min_z=config.min_z)
+        cosine = _first_score(lists.get("dense"), fused, key, dense)
         if not per_document:
-            return fused
+            return fused, cosine
         shown: dict[int, tuple[int, str, int]] = {}  # document -> (rank, list name, chunk)
         for name, results in lists.items():
             for rank, item in enumerate(results, start=1):
                 best = shown.get(_doc(item))
                 if best is None or (rank, name) < best[:2]:
                     shown[_doc(item)] = (rank, name, item.chunk_id)
-        return [f.shown_as(shown[f.chunk_id][2]) for f in fused]
+        return [f.shown_as(shown[f.chunk_id][2]) for f in fused], cosine
 
     def _dense_scores(
         self,
@@ -339,6 +366,53 @@ def _chunk(scored: Scored) -> int:
 def _doc(scored: Scored) -> int:
     assert scored.document_id is not None
     return scored.document_id
+
+
+def _first_score(
+    found: list[Scored] | None,
+    fused: list[Fused],
+    key: Callable[[Scored], int],
+    scored: Mapping[int, float],
+) -> float | None:
+    """A list's score of the fused first (its fusion key): where the list ranked it, else
+    what fusion scored it by (0 when nothing did). None when the list did not run."""
+    if found is None:
+        return None
+    if not fused:
+        return 0.0
+    first = fused[0].chunk_id
+    ranked = next((s.score for s in found if key(s) == first), None)
+    return ranked if ranked is not None else scored.get(first, 0.0)
+
+
+def _tokens_of(found: tuple[Chunk, DocumentHead] | None) -> set[str]:
+    """The tokens a chunk is indexed with: its text, heading path and context."""
+    held: set[str] = set()
+    if found is not None:
+        chunk = found[0]
+        for text in (chunk.text, " ".join(chunk.heading_path), chunk.context):
+            held.update(tokens(text))
+    return held
+
+
+def _margin(found: list[Scored]) -> float:
+    """A list's first score minus its second (the first alone when it is alone)."""
+    if not found:
+        return 0.0
+    return found[0].score - (found[1].score if len(found) > 1 else 0.0)
+
+
+def _relative_margin(found: list[Scored]) -> float:
+    """`_margin` over the first score (BM25's scale grows with the query's length)."""
+    return _margin(found) / found[0].score if found and found[0].score > 0 else 0.0
+
+
+def _overlap(first: list[Scored], second: list[Scored]) -> int:
+    """How many of the first list's top hits the second list's top hits hold (documents
+    when the lists are per document)."""
+    first, second = first[:OVERLAP_DEPTH], second[:OVERLAP_DEPTH]
+    key = _doc if all(s.document_id is not None for s in first + second) else _chunk
+    return len({key(s) for s in first} & {key(s) for s in second})
 
 
 def _above_floor(fused: list[Fused], floor: float) -> list[Fused]:
