@@ -31,6 +31,22 @@ BLOCKS = [block for text in DOCS for block in re.findall(r"```python\n(.*?)```",
 SHOWN_CLONE, SHOWN_HOME, SHOWN_URL = "/home/ada/nexusbrain", "/home/ada", "http://127.0.0.1:8765"
 # What differs from run to run: how long a command took, and when the brain learned a fact.
 VARYING = re.compile(r"in \d+\.\d+s$|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\+00:00")
+# NEXUSBRAIN_REWRITE_DOCS=1: a console test writes what the commands printed into its page
+# instead of comparing (then fails, so that the rewrite is read and committed on purpose).
+REWRITE = os.environ.get("NEXUSBRAIN_REWRITE_DOCS") == "1"
+
+
+def rewrite_console(page: Path, printed: list[tuple[str, list[str], list[str]]]) -> None:
+    """Put each command's printed lines (command, shown, printed) in place of those its page
+    shows, in order, and fail to say so."""
+    text, at = page.read_text(encoding="utf-8"), 0
+    for command, shown, new in printed:
+        old = "\n".join([f"$ {command}", *shown])
+        at = text.index(old, at)
+        text = text[:at] + "\n".join([f"$ {command}", *new]) + text[at + len(old) :]
+        at += 1
+    page.write_text(text, encoding="utf-8")
+    pytest.fail(f"rewrote {page.name}'s console output: read the diff, then commit it")
 
 
 def section(heading: str) -> str:
@@ -100,6 +116,7 @@ def test_the_tour_prints_what_it_shows(tmp_path: Path, monkeypatch: pytest.Monke
             lines = [line.replace(shown, here) for line in lines]
         return [VARYING.sub("…", line) for line in lines]
 
+    written: list[tuple[str, list[str], list[str]]] = []
     try:
         for command, shown in tour():
             if command.startswith("nexusbrain serve"):
@@ -112,10 +129,18 @@ def test_the_tour_prints_what_it_shows(tmp_path: Path, monkeypatch: pytest.Monke
                 here = command.replace("localhost:8765", url.removeprefix("http://"))
                 done = subprocess.run(here, shell=True, capture_output=True, text=True, check=True)
                 printed = done.stdout.splitlines()
-            assert seen(printed) == seen(shown), command
+            if REWRITE:
+                back = ((str(ROOT), SHOWN_CLONE), (str(home), SHOWN_HOME), (url, SHOWN_URL))
+                for here, shown_as in back:
+                    printed = [line.replace(here, shown_as) for line in printed]
+                written.append((command, shown, printed))
+            else:
+                assert seen(printed) == seen(shown), command
     finally:
         if server is not None:
             stop(server)
+    if REWRITE:
+        rewrite_console(ROOT / "README.md", written)
 
 
 def serve(args: list[str]) -> tuple[subprocess.Popen[bytes], str]:

@@ -153,20 +153,26 @@ def describe(value: Confidence | None, *, hits: int) -> str:
         return "No good match: nothing in the brain matches the query well enough to return."
     if value is None:
         return ""
-    said = _evidence_in_words(value)
     found = band(value)
     if found is Band.NONE:
+        # the meaning side is not named: "the closest in meaning" of a poor list vouches for
+        # nothing, and read beside "no good match" it sounds as if it did
         return (
-            f"No good match (confidence {value.value:.2f}): {said}, "
+            f"No good match (confidence {value.value:.2f}): {_held(value)}, "
             "so these hits probably do not answer the query."
         )
+    said = _evidence_in_words(value)
     if found is Band.POSSIBLE:
         return f"Possible match (confidence {value.value:.2f}): {said}; check the hits."
     return f"Good match (confidence {value.value:.2f}): {said}."
 
 
+def _held(value: Confidence) -> str:
+    return f"the best hit holds {value.coverage:.0%} of the query's rare-word weight"
+
+
 def _evidence_in_words(value: Confidence) -> str:
-    held = f"the best hit holds {value.coverage:.0%} of the query's rare-word weight"
+    held = _held(value)
     rank = value.evidence.dense_rank
     if value.cosine is None:
         return held
