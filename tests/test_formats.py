@@ -296,6 +296,8 @@ def test_html_title_falls_back_to_the_title_element() -> None:
         (b"\xef\xbb\xbf<p>caf\xc3\xa9", "café"),
         ("\ufeff<p>café".encode("utf-16-le"), "café"),
         (b'<meta charset="no-such-charset"><p>caf\xc3\xa9', "café"),
+        (b'<meta charset="utf-16"><p>caf\xc3\xa9', "café"),  # without a BOM it is not
+        (b"<p>a\x00b", "a\ufffdb"),  # a NUL is shown as browsers show it
     ],
 )
 def test_html_is_decoded_by_its_bom_or_declared_charset(data: bytes, text: str) -> None:

@@ -296,3 +296,24 @@ def test_the_watch_follows_every_kind_ingest_reads() -> None:
         assert keep(Change.added, f"/folder/{name}"), name
     assert not keep(Change.added, "/folder/a.png")
     assert not keep(Change.modified, "/folder/brain.db-wal")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_kinds_pages_and_spans_are_kept_by_either_backend(
+    request: pytest.FixtureRequest,
+    every_kind: Path,
+    tmp_path: Path,
+    clock: FrozenClock,
+    backend: str,
+) -> None:
+    db = request.getfixturevalue("postgres_url") if backend == "postgres" else tmp_path / "b.db"
+    with Brain.open(settings=Settings(db=db, embedder=Profile.HASHING), clock=clock) as brain:
+        brain.ingest_dir(every_kind)
+        for name, _, kind, sentence in KINDS:
+            top = brain.search(sentence, k=3)[0]
+            assert (Path(top.uri).name, top.kind) == (name, kind)
+            content = brain.get_document(top.document_id).content
+            assert content[top.char_start : top.char_end] == top.text
+        assert page_of(brain, brain.search(QUOKKA)[0]) == 3
+        exported = [r for r in brain.admin.export() if r["type"] == "chunk" and r["meta"]]
+        assert {r["meta"]["page"] for r in exported} == {1, 2, 3, 4, 5}

@@ -61,9 +61,8 @@ _THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*")  # thematic break
 _NOT_SETEXT = re.compile(r" {0,3}(?:[-+*>]|\d{1,9}[.)])(?:[ \t]|$)")
 _SENTENCE_GAP = re.compile(r"(?<=[.?!])\s+")
 _WORD_GAP = re.compile(r"\s+")
-_BLANK_LINES = re.compile(
-    r"(?:\r\n|\r|\n)(?:[^\S\r\n]*(?:\r\n|\r|\n))+"
-)  # a break, then blank lines
+# a line break, then one or more blank lines: what separates paragraphs
+_BLANK_LINES = re.compile(r"(?:\r\n|\r|\n)(?:[^\S\r\n]*(?:\r\n|\r|\n))+")
 
 Kind = Literal["heading", "text", "fence", "hidden", "navigation"]
 _MARKUP: dict[Markup, Kind] = {Markup.HIDDEN: "hidden", Markup.NAVIGATION: "navigation"}
@@ -187,15 +186,30 @@ def iter_headings(text: str, *, start: int = 0) -> Iterator[Heading]:
 
 
 def _span(text: str, line_ends: Sequence[int], ordinal: int, chunk: _Open) -> ChunkSpan:
+    context = "\n".join(chunk.context)
+    return span_of(text, line_ends, ordinal, (chunk.start, chunk.end), chunk.path, context)
+
+
+def span_of(
+    text: str,
+    line_ends: Sequence[int],
+    ordinal: int,
+    bounds: tuple[int, int],
+    path: tuple[str, ...],
+    context: str = "",
+) -> ChunkSpan:
+    """The chunk text[start:end] with its lines; `line_ends` are the offsets just past each
+    line break of `text` (where each line after the first starts), in order."""
+    start, end = bounds
     return ChunkSpan(
         ordinal=ordinal,
-        char_start=chunk.start,
-        char_end=chunk.end,
-        line_start=bisect_right(line_ends, chunk.start) + 1,
-        line_end=bisect_right(line_ends, chunk.end - 1) + 1,
-        heading_path=chunk.path,
-        text=text[chunk.start : chunk.end],
-        context="\n".join(chunk.context),
+        char_start=start,
+        char_end=end,
+        line_start=bisect_right(line_ends, start) + 1,
+        line_end=bisect_right(line_ends, end - 1) + 1,
+        heading_path=path,
+        text=text[start:end],
+        context=context,
     )
 
 

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import ast
 import re
-from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from nexusbrain.config import ChunkingConfig
-from nexusbrain.ingest.chunking import ChunkSpan, line_bounds
+from nexusbrain.ingest.chunking import ChunkSpan, line_bounds, span_of
 from nexusbrain.ingest.documents import chunk_drafts
 from nexusbrain.ingest.formats.base import Extracted, text_of
 
@@ -295,15 +294,10 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     return start + len(body) - len(body.lstrip()), start + len(body.rstrip())
 
 
-def _span(text: str, ends: Sequence[int], ordinal: int, chunk: _Open, language: str) -> ChunkSpan:
+def _span(
+    text: str, line_ends: Sequence[int], ordinal: int, chunk: _Open, language: str
+) -> ChunkSpan:
     shown = chunk.names if len(chunk.names) <= _NAMES else [*chunk.names[: _NAMES - 1], "…"]
     names = (", ".join(shown),) if shown else ()
-    return ChunkSpan(
-        ordinal=ordinal,
-        char_start=chunk.start,
-        char_end=chunk.end,
-        line_start=bisect_left(ends, chunk.start) + 1,
-        line_end=bisect_left(ends, chunk.end - 1) + 1,
-        heading_path=(language, *chunk.parent, *names),
-        text=text[chunk.start : chunk.end],
-    )
+    path = (language, *chunk.parent, *names)
+    return span_of(text, line_ends, ordinal, (chunk.start, chunk.end), path)

@@ -94,7 +94,7 @@ def _decoded(data: bytes, name: str) -> str:
         if declared := _CHARSET.search(data[:1024]):
             encoding = _codec(declared.group(1).decode("ascii"))
     try:
-        return data.decode(encoding)
+        return data.decode(encoding).replace("\0", "\ufffd")  # as browsers show a NUL
     except UnicodeDecodeError as exc:
         raise InvalidInput(
             f"{name}: not valid {encoding} (byte {exc.start}: {exc.reason}); declare its"
@@ -107,6 +107,8 @@ def _codec(label: str) -> str:
         codec = codecs.lookup(label).name
     except LookupError:
         return "utf-8"  # an unknown label: browsers fall back too
+    if codec.startswith("utf-16"):
+        return "utf-8"  # a page that says UTF-16 without a BOM is not: browsers read UTF-8
     return "cp1252" if codec in _LATIN else codec
 
 
