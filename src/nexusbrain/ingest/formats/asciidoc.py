@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.ingest.chunking import Block, Kind, chunk_blocks, line_bounds
 from nexusbrain.ingest.documents import chunk_drafts
-from nexusbrain.ingest.formats.base import Extracted, Outline, no_chunks, text_of
+from nexusbrain.ingest.formats.base import Extracted, Outline, text_of
 
 _TITLE = re.compile(r"(={1,6})[ \t]+(\S.*?)(?:[ \t]+=+)?[ \t]*")
 _DELIMITER = re.compile(r"(-{4,}|\.{4,}|={4,}|\*{4,}|_{4,}|\+{4,}|/{4,}|--|\|={3,}|```)[ \t]*")
@@ -35,8 +35,6 @@ def extract_asciidoc(
     text = text_of(data, name, max_bytes)
     outline = Outline()
     spans = chunk_blocks(text, [_blocks(text, outline)], config)
-    if not spans:
-        raise no_chunks(name)
     return Extracted(text, chunk_drafts(spans), title=outline.first)
 
 

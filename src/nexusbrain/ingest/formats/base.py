@@ -45,10 +45,6 @@ def text_of(data: bytes, name: str, max_bytes: int) -> str:
     return decode_utf8(data, name, max_bytes)
 
 
-def no_chunks(name: str) -> InvalidInput:
-    return InvalidInput(f"{name}: has no text to index")
-
-
 class Outline:
     """The heading path while a scanner walks a document: a level-n heading closes the
     headings of level n and deeper, then opens itself."""

@@ -31,7 +31,7 @@ from nexusbrain.config import ChunkingConfig
 from nexusbrain.errors import InvalidInput, TooLarge
 from nexusbrain.ingest.chunking import Block, Kind, chunk_blocks
 from nexusbrain.ingest.documents import chunk_drafts
-from nexusbrain.ingest.formats.base import Extracted, Outline, no_chunks
+from nexusbrain.ingest.formats.base import Extracted, Outline
 
 _DROPPED = frozenset(
     "script style template noscript head svg canvas iframe object nav aside form button select"
@@ -74,7 +74,10 @@ def extract_html(data: bytes, *, name: str, config: ChunkingConfig, max_bytes: i
     text, blocks, outline = _laid_out(reader.chosen())
     spans = chunk_blocks(text, [blocks], config)
     if not spans:
-        raise no_chunks(name)
+        raise InvalidInput(
+            f"{name}: has no text to index (no visible text outside scripts,"
+            " navigation and hidden elements)"
+        )
     title = outline.top or reader.title or outline.first
     return Extracted(text, chunk_drafts(spans), title=title)
 

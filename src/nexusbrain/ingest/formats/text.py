@@ -14,12 +14,10 @@ from __future__ import annotations
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.ingest.chunking import chunk_blocks, paragraphs
 from nexusbrain.ingest.documents import chunk_drafts
-from nexusbrain.ingest.formats.base import Extracted, no_chunks, text_of
+from nexusbrain.ingest.formats.base import Extracted, text_of
 
 
 def extract_text(data: bytes, *, name: str, config: ChunkingConfig, max_bytes: int) -> Extracted:
     text = text_of(data, name, max_bytes)
     spans = chunk_blocks(text, [paragraphs(text)], config)
-    if not spans:
-        raise no_chunks(name)
     return Extracted(text, chunk_drafts(spans))
