@@ -25,6 +25,13 @@ class DocumentKind(StrEnum):
     MARKDOWN = "markdown"
     MEMORY = "memory"
     CONVERSATION = "conversation"
+    # files of a folder other than markdown (ingest/formats/)
+    TEXT = "text"
+    RST = "rst"
+    ASCIIDOC = "asciidoc"
+    HTML = "html"
+    PDF = "pdf"
+    CODE = "code"
 
 
 class SearchMode(StrEnum):

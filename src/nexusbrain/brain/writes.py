@@ -171,6 +171,8 @@ class Writer:
         link_type = self._settings.graph.link_type
         stated = [
             note_edges(p.draft.title, p.front_matter or {}, p.draft.content, link_type)
+            if p.draft.kind is DocumentKind.MARKDOWN  # a script's [[ -f x ]] states no link
+            else ()
             for p in batch
         ]
         items, vectors = self._embedding.prepared(batch)

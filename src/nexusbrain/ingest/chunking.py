@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -61,6 +61,8 @@ _THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*")  # thematic break
 _NOT_SETEXT = re.compile(r" {0,3}(?:[-+*>]|\d{1,9}[.)])(?:[ \t]|$)")
 _SENTENCE_GAP = re.compile(r"(?<=[.?!])\s+")
 _WORD_GAP = re.compile(r"\s+")
+# a line break, then one or more blank lines: what separates paragraphs
+_BLANK_LINES = re.compile(r"(?:\r\n|\r|\n)(?:[^\S\r\n]*(?:\r\n|\r|\n))+")
 
 Kind = Literal["heading", "text", "fence", "hidden", "navigation"]
 _MARKUP: dict[Markup, Kind] = {Markup.HIDDEN: "hidden", Markup.NAVIGATION: "navigation"}
@@ -87,11 +89,15 @@ class Heading:
 
 
 @dataclass(frozen=True, slots=True)
-class _Block:
+class Block:
+    """A stretch of the text that packing (rules 2-5) takes as one piece: a heading, a
+    paragraph, a fence (never cut), or markup that no chunk takes in (rule 6). Other formats
+    (ingest/formats/) cut their text into blocks of their own and pack them the same way."""
+
     start: int
-    end: int
+    end: int  # exclusive; the block's text is trimmed of surrounding whitespace
     kind: Kind
-    path: tuple[str, ...]
+    path: tuple[str, ...]  # the heading path in force at the block (its own, for a heading)
     level: int = 0  # heading level; 0 for other blocks
     shown: str = ""  # a navigation block's visible words
 
@@ -113,15 +119,55 @@ def chunk_markdown(
     """The chunks of `text` from offset `start` on (offsets and lines are into all of `text`)."""
     if not 0 <= start <= len(text):
         raise ValueError(f"start={start} is outside the text (length {len(text)})")
-    found = list(_blocks(text, start))
-    if not any(b.kind in ("heading", "text", "fence") for b in found):
-        found = [replace(b, kind="text") for b in found]  # all markup: index it as it is
-    blocks = _split_long(iter(found), text, config.max_chars)
+    return chunk_blocks(text, [_blocks(text, start)], config)
+
+
+def chunk_blocks(
+    text: str, sections: Iterable[Iterable[Block]], config: ChunkingConfig = DEFAULT_CHUNKING
+) -> list[ChunkSpan]:
+    """The chunks packed from each section's blocks (in text order) by rules 2-6; no chunk
+    takes in blocks of two sections (a PDF's pages). Ordinals run on across sections."""
     line_ends = [m.end() for m in _BREAK.finditer(text)]
-    return [
-        _span(text, line_ends, ordinal, chunk)
-        for ordinal, chunk in enumerate(_pack(blocks, config))
-    ]
+    packed = (
+        chunk
+        for blocks in sections
+        for chunk in _pack(_split_long(_indexed(blocks), text, config.max_chars), config)
+    )
+    return [_span(text, line_ends, ordinal, chunk) for ordinal, chunk in enumerate(packed)]
+
+
+def paragraphs(
+    text: str, start: int = 0, end: int | None = None, path: tuple[str, ...] = ()
+) -> Iterator[Block]:
+    """The paragraphs of text[start:end] (runs of lines between blank lines, trimmed) as text
+    blocks: plain text has no other structure."""
+    stop = len(text) if end is None else end
+    for s, e in _between(_BLANK_LINES, text, start, stop):
+        body = text[s:e]
+        head, tail = len(body) - len(body.lstrip()), len(body.rstrip())
+        if head < tail:
+            yield Block(s + head, s + tail, "text", path)
+
+
+def line_bounds(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets of each line of `text`, its break left out; lines end at
+    ``\n``, ``\r\n`` or ``\r``, as every span counts them."""
+    bounds, pos = [], 0
+    for m in _BREAK.finditer(text):
+        bounds.append((pos, m.start()))
+        pos = m.end()
+    if pos < len(text):
+        bounds.append((pos, len(text)))
+    return bounds
+
+
+def _indexed(blocks: Iterable[Block]) -> Iterator[Block]:
+    """The blocks, or, when every one of them is markup, all of them as text: a text that is
+    all markup is indexed as it is (rule 6), so nothing is refused for it."""
+    found = list(blocks)
+    if not any(b.kind in ("heading", "text", "fence") for b in found):
+        found = [replace(b, kind="text") for b in found]
+    return iter(found)
 
 
 def iter_markup(text: str, *, start: int = 0) -> Iterator[tuple[int, int]]:
@@ -140,22 +186,37 @@ def iter_headings(text: str, *, start: int = 0) -> Iterator[Heading]:
 
 
 def _span(text: str, line_ends: Sequence[int], ordinal: int, chunk: _Open) -> ChunkSpan:
+    context = "\n".join(chunk.context)
+    return span_of(text, line_ends, ordinal, (chunk.start, chunk.end), chunk.path, context)
+
+
+def span_of(
+    text: str,
+    line_ends: Sequence[int],
+    ordinal: int,
+    bounds: tuple[int, int],
+    path: tuple[str, ...],
+    context: str = "",
+) -> ChunkSpan:
+    """The chunk text[start:end] with its lines; `line_ends` are the offsets just past each
+    line break of `text` (where each line after the first starts), in order."""
+    start, end = bounds
     return ChunkSpan(
         ordinal=ordinal,
-        char_start=chunk.start,
-        char_end=chunk.end,
-        line_start=bisect_right(line_ends, chunk.start) + 1,
-        line_end=bisect_right(line_ends, chunk.end - 1) + 1,
-        heading_path=chunk.path,
-        text=text[chunk.start : chunk.end],
-        context="\n".join(chunk.context),
+        char_start=start,
+        char_end=end,
+        line_start=bisect_right(line_ends, start) + 1,
+        line_end=bisect_right(line_ends, end - 1) + 1,
+        heading_path=path,
+        text=text[start:end],
+        context=context,
     )
 
 
 # --- packing ---------------------------------------------------------------------------
 
 
-def _pack(blocks: Iterator[_Block], config: ChunkingConfig) -> Iterator[_Open]:
+def _pack(blocks: Iterator[Block], config: ChunkingConfig) -> Iterator[_Open]:
     current: _Open | None = None
     waiting: tuple[str, ...] = ()  # navigation words met before any chunk
     for block in blocks:
@@ -179,7 +240,7 @@ def _pack(blocks: Iterator[_Block], config: ChunkingConfig) -> Iterator[_Open]:
         yield current
 
 
-def _joins(current: _Open, block: _Block, config: ChunkingConfig) -> bool:
+def _joins(current: _Open, block: Block, config: ChunkingConfig) -> bool:
     size = block.end - current.start
     if current.headings_only:
         huge_fence = block.kind == "fence" and block.end - block.start > config.max_chars
@@ -190,13 +251,13 @@ def _joins(current: _Open, block: _Block, config: ChunkingConfig) -> bool:
 # --- long blocks -----------------------------------------------------------------------
 
 
-def _split_long(blocks: Iterator[_Block], text: str, max_chars: int) -> Iterator[_Block]:
+def _split_long(blocks: Iterator[Block], text: str, max_chars: int) -> Iterator[Block]:
     for block in blocks:
         if block.kind not in ("text", "heading") or block.end - block.start <= max_chars:
             yield block
             continue
         for start, end in _pieces(text, block.start, block.end, max_chars, 0):
-            yield _Block(start, end, block.kind, block.path, block.level)
+            yield Block(start, end, block.kind, block.path, block.level)
 
 
 def _pieces(
@@ -225,7 +286,7 @@ def _between(gap: re.Pattern[str], text: str, start: int, end: int) -> Iterator[
 # --- blocks ----------------------------------------------------------------------------
 
 
-def _blocks(text: str, start: int) -> Iterator[_Block]:
+def _blocks(text: str, start: int) -> Iterator[Block]:
     scanner = _Scanner(text)
     pos = start
     for m in _BREAK.finditer(text, start):
@@ -247,7 +308,7 @@ class _Scanner:
         self.para_may_be_setext = False
         self.fence: tuple[int, int, str, int] | None = None  # start, end, char, length
 
-    def line(self, ls: int, le: int) -> Iterator[_Block]:
+    def line(self, ls: int, le: int) -> Iterator[Block]:
         line = self.text[ls:le]
         if self.fence is not None:
             yield from self._fence_line(self.fence, line, ls)
@@ -264,17 +325,17 @@ class _Scanner:
             yield from self._close_para()
             self.fence = (start, end, fence[0], len(fence))
         elif self.para is None and _THEMATIC.fullmatch(line):
-            yield _Block(start, end, "text", self.path)
+            yield Block(start, end, "text", self.path)
         else:
             yield from self._text_line(line, start, end)
 
-    def finish(self) -> Iterator[_Block]:
+    def finish(self) -> Iterator[Block]:
         if self.fence is not None:
-            yield _Block(self.fence[0], self.fence[1], "fence", self.path)
+            yield Block(self.fence[0], self.fence[1], "fence", self.path)
             self.fence = None
         yield from self._close_para()
 
-    def _text_line(self, line: str, start: int, end: int) -> Iterator[_Block]:
+    def _text_line(self, line: str, start: int, end: int) -> Iterator[Block]:
         if self.para is None:
             self.para = (start, end)
             self.para_may_be_setext = _NOT_SETEXT.match(line) is None
@@ -285,37 +346,37 @@ class _Scanner:
             yield self._heading(level, _joined(self.text[para_start:para_end]), para_start, end)
         elif _THEMATIC.fullmatch(line):
             yield from self._close_para()
-            yield _Block(start, end, "text", self.path)
+            yield Block(start, end, "text", self.path)
         else:
             self.para = (self.para[0], end)
 
-    def _fence_line(self, fence: tuple[int, int, str, int], line: str, ls: int) -> Iterator[_Block]:
+    def _fence_line(self, fence: tuple[int, int, str, int], line: str, ls: int) -> Iterator[Block]:
         fence_start, fence_end, char, length = fence
         close = _FENCE_CLOSE.fullmatch(line)
         if line.strip():
             fence_end = ls + len(line.rstrip())
         if close and close.group(1)[0] == char and len(close.group(1)) >= length:
             self.fence = None
-            yield _Block(fence_start, fence_end, "fence", self.path)
+            yield Block(fence_start, fence_end, "fence", self.path)
         else:
             self.fence = (fence_start, fence_end, char, length)
 
-    def _close_para(self) -> Iterator[_Block]:
+    def _close_para(self) -> Iterator[Block]:
         if self.para is not None:
             start, end = self.para
             paragraph = self.text[start:end]
             markup = classify(paragraph)
             kind = _MARKUP.get(markup, "text")
             shown = visible(paragraph) if markup is Markup.NAVIGATION else ""
-            yield _Block(start, end, kind, self.path, shown=shown)
+            yield Block(start, end, kind, self.path, shown=shown)
             self.para = None
 
-    def _heading(self, level: int, title: str, start: int, end: int) -> _Block:
+    def _heading(self, level: int, title: str, start: int, end: int) -> Block:
         while self.stack and self.stack[-1][0] >= level:
             self.stack.pop()
         self.stack.append((level, title))
         self.path = tuple(t for _, t in self.stack)
-        return _Block(start, end, "heading", self.path, level)
+        return Block(start, end, "heading", self.path, level)
 
 
 def _fence_open(line: str) -> str:

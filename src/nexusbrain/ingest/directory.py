@@ -1,6 +1,8 @@
 """Incremental ingest of a folder: unchanged files cost no writes, changed files are re-chunked
 (each file's rows replaced inside one transaction; files are written in batches of up to 64),
-and files gone from disk are retired from search."""
+and files gone from disk are retired from search. Markdown is read as notes
+(ingest/documents.py), every other file as its format says (ingest/formats/); a file that
+cannot be read is reported with the reason, and the rest ingests."""
 
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from pathlib import Path
 
 from nexusbrain.clock import Clock
 from nexusbrain.config import ChunkingConfig
-from nexusbrain.errors import BrainError, InvalidInput
+from nexusbrain.errors import BrainError, InvalidInput, MissingExtra
 from nexusbrain.ingest.documents import Prepared, content_hash, decode_utf8, prepare_markdown
 from nexusbrain.ingest.files import FileProblem, scan
+from nexusbrain.ingest.formats import format_of, read_file
 from nexusbrain.records import Progress, WriteResult, WriteStatus
 from nexusbrain.storage.base import DocumentStore
 
@@ -140,16 +143,26 @@ def _prepare(
     max_bytes: int,
 ) -> Prepared | None:
     uri = path.as_posix()
+    fmt = format_of(path)
     try:
         data = path.read_bytes()
-        revision = content_hash(data)
+        revision = content_hash(data) if fmt is None else fmt.revision(data)
         if known.get(uri) == revision:
             tally.unchanged += 1
             return None
+        if fmt is not None:
+            return read_file(
+                data, fmt, uri=uri, domain=domain, config=chunking, max_bytes=max_bytes
+            )
         text = decode_utf8(data, uri, max_bytes)
         return prepare_markdown(text, uri=uri, domain=domain, config=chunking, revision=revision)
     except InvalidInput as exc:
         tally.problems.append(FileProblem(uri, exc.message))
+    except MissingExtra as exc:
+        label = fmt.label if fmt is not None else path.suffix
+        tally.problems.append(
+            FileProblem(uri, f"install nexusbrain[{exc.extra}] to read {label} files")
+        )
     except OSError as exc:
         tally.problems.append(FileProblem(uri, f"cannot read: {exc.strerror}"))
     return None

@@ -47,7 +47,11 @@ def decode_utf8(data: bytes, name: str, max_bytes: int) -> str:
     return text
 
 
-def _chunk_drafts(spans: Sequence[ChunkSpan]) -> tuple[ChunkDraft, ...]:
+def chunk_drafts(
+    spans: Sequence[ChunkSpan], meta: Sequence[Mapping[str, Any]] | None = None
+) -> tuple[ChunkDraft, ...]:
+    """Chunk drafts of spans, each with its meta (a PDF chunk's page) when given."""
+    metas = meta if meta is not None else [{}] * len(spans)
     return tuple(
         ChunkDraft(
             ordinal=s.ordinal,
@@ -58,8 +62,9 @@ def _chunk_drafts(spans: Sequence[ChunkSpan]) -> tuple[ChunkDraft, ...]:
             heading_path=s.heading_path,
             text=s.text,
             context=s.context,
+            meta=m,
         )
-        for s in spans
+        for s, m in zip(spans, metas, strict=True)
     )
 
 
@@ -87,14 +92,14 @@ def prepare_markdown(
         raise InvalidInput(problem)
     draft = DocumentDraft(
         uri=uri,
-        title=readable_title(title or "") or title_from(text, front, _fallback_title(uri)),
+        title=readable_title(title or "") or title_from(text, front, fallback_title(uri)),
         domain=domain,
         kind=kind,
         revision=revision or content_hash(text.encode("utf-8")),
         content=text,
         metadata=_merged(front, metadata, uri),
     )
-    return Prepared(draft, _chunk_drafts(spans), front.data)
+    return Prepared(draft, chunk_drafts(spans), front.data)
 
 
 def _merged(front: FrontMatter, metadata: Mapping[str, Any] | None, uri: str) -> dict[str, Any]:
@@ -122,6 +127,6 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _fallback_title(uri: str) -> str:
+def fallback_title(uri: str) -> str:
     name = uri.rstrip("/").rsplit("/", 1)[-1]
     return name.rsplit(".", 1)[0] if "." in name else name

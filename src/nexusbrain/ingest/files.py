@@ -7,8 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nexusbrain.errors import InvalidInput, NotFound
+from nexusbrain.ingest.formats import SUFFIXES
 
-SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+# Folders of other people's code that a project keeps beside its own: never one's notes, and
+# thousands of source files now that source code is a format. A folder holding pyvenv.cfg
+# (a Python virtual environment) is skipped too.
+VENDORED = frozenset({"node_modules"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +33,13 @@ def resolve_root(root: str | Path) -> Path:
     if not path.exists():
         raise NotFound(f"{root}: no such folder")
     if not path.is_dir():
-        raise InvalidInput(f"{root}: is not a folder (ingest-dir takes a folder of markdown)")
+        raise InvalidInput(f"{root}: is not a folder (ingest-dir takes a folder of notes)")
     return path.resolve()
 
 
 def scan(root: str | Path) -> Scan:
-    """Every .md/.markdown/.txt file under `root`, sorted, hidden entries skipped.
+    """Every file under `root` with a suffix ingest reads (formats.SUFFIXES), sorted;
+    hidden entries and vendored folders (VENDORED, virtual environments) skipped.
 
     Symbolic links are followed only while they stay inside the root; a link that leads
     outside it, or back into a folder already being walked (a loop), is reported as a
@@ -60,6 +65,8 @@ def scan(root: str | Path) -> Scan:
             if entry.is_symlink():
                 _follow(Path(entry.path), base, folder.ancestors, stack, files, problems)
             elif entry.is_dir(follow_symlinks=False):
+                if _vendored(entry.path):
+                    continue
                 real = folder.real / entry.name
                 stack.append(_Folder(Path(entry.path), real, folder.ancestors | {real}))
             elif entry.is_file(follow_symlinks=False) and _wanted(entry.name):
@@ -95,6 +102,10 @@ def _shown(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+def _vendored(path: str) -> bool:
+    return os.path.basename(path) in VENDORED or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+
+
 def _wanted(name: str) -> bool:
     return os.path.splitext(name)[1].lower() in SUFFIXES
 
@@ -118,6 +129,8 @@ def _follow(
         problems.append(FileProblem(str(path), f"links outside the root {base} (to {real})"))
         return
     if real.is_dir():
+        if _vendored(str(real)):
+            return
         if real in ancestors:
             problems.append(FileProblem(str(path), f"symlink loop (back to {real})"))
         else:

@@ -27,7 +27,8 @@ from watchfiles._rust_notify import RustNotify
 
 from nexusbrain.errors import BrainError
 from nexusbrain.ingest.directory import DirectoryReport
-from nexusbrain.ingest.files import SUFFIXES, resolve_root
+from nexusbrain.ingest.files import resolve_root
+from nexusbrain.ingest.formats import SUFFIXES
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ POLL_MS = 300  # only where the system cannot notify (watchfiles falls back to p
 
 
 class NotesFilter(DefaultFilter):
-    """Events that may change what the folder holds: markdown and text files, and folders
+    """Events that may change what the folder holds: files of a kind ingest reads, and folders
     (a folder moved or removed takes its files with it). Editors' swap and backup files,
     .git and the like (watchfiles' DefaultFilter), and other files, such as a database kept
     in the folder, are not."""
