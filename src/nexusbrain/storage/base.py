@@ -173,7 +173,7 @@ class DocumentStore(DocumentWrites, Protocol):
         self, records: Iterable[Mapping[str, Any]], functional: frozenset[str] = frozenset()
     ) -> ImportResult:
         """Restore exported records into an empty brain, or merge them into one with data
-        (storage/exchange.py; `functional` names the graph's one-value-at-a-time types), in
+        (storage/merge.py; `functional` names the graph's one-value-at-a-time types), in
         one transaction. Raises InvalidInput for a bad record and Conflict when the import
         cannot be merged, listing what conflicts; nothing is then written."""
         ...

@@ -20,7 +20,7 @@ import psycopg
 from nexusbrain.clock import format_time, parse_time
 from nexusbrain.errors import InvalidInput
 from nexusbrain.records import ImportResult, RetireReason
-from nexusbrain.storage import exchange
+from nexusbrain.storage import exchange, merge
 from nexusbrain.storage.postgres.chunks import ChangeLog, ChunkRow, delete_chunks, insert_chunks
 
 Conn = psycopg.Connection[Any]
@@ -234,7 +234,7 @@ def import_records(
     them into one with data (exchange.merged); all in the caller's write transaction, whose
     change log `log` takes the chunk changes."""
     stream = exchange.checked(records)
-    plan = exchange.planned(stream, _target(conn, functional))
+    plan = merge.planned(stream, _target(conn, functional))
     importer = _Importer(conn, log)
     for record in plan.replaced:
         importer.replace(record)
@@ -258,9 +258,9 @@ def _stamp(value: datetime | None) -> str | None:
     return format_time(value) if value is not None else None
 
 
-def _target(conn: Conn, functional: frozenset[str]) -> exchange.Target:
+def _target(conn: Conn, functional: frozenset[str]) -> merge.Target:
     documents = {
-        r[0]: exchange.TargetDocument(r[1], r[2], format_time(r[3]))
+        r[0]: merge.TargetDocument(r[1], r[2], format_time(r[3]))
         for r in conn.execute("SELECT uri, id, revision, updated_at FROM documents").fetchall()
     }
     revisions: dict[int, set[tuple[str, str, str]]] = {}
@@ -271,7 +271,7 @@ def _target(conn: Conn, functional: frozenset[str]) -> exchange.Target:
     entities = dict(conn.execute("SELECT key, id FROM entities").fetchall())
     entities.update(conn.execute("SELECT key, entity_id FROM entity_aliases").fetchall())
     current = [
-        exchange.HeldFact(r[0], r[1], r[2], r[3], _stamp(r[4]), _stamp(r[5]), r[6], r[7])
+        merge.HeldFact(r[0], r[1], r[2], r[3], _stamp(r[4]), _stamp(r[5]), r[6], r[7])
         for r in conn.execute(
             "SELECT r.id, r.from_id, r.type, r.to_id, r.valid_at, r.invalid_at, r.source, e.name"
             " FROM relationships r JOIN entities e ON e.id = r.to_id"
@@ -287,4 +287,4 @@ def _target(conn: Conn, functional: frozenset[str]) -> exchange.Target:
     ):
         row = conn.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {table}").fetchone()
         next_ids[name] = int(row[0]) if row else 1
-    return exchange.Target(documents, revisions, entities, current, next_ids, functional)
+    return merge.Target(documents, revisions, entities, current, next_ids, functional)

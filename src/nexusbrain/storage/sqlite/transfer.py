@@ -11,7 +11,7 @@ import orjson
 
 from nexusbrain.errors import InvalidInput
 from nexusbrain.records import ImportResult, RetireReason
-from nexusbrain.storage import exchange
+from nexusbrain.storage import exchange, merge
 from nexusbrain.storage.sqlite import multirow
 
 HEADING_SEP = exchange.HEADING_SEP
@@ -188,7 +188,7 @@ def import_records(
     """Validate every record, then restore them as they are into an empty brain, or merge
     them into one with data (exchange.merged); all in the caller's transaction."""
     stream = exchange.checked(records)
-    plan = exchange.planned(stream, _target(conn, functional))
+    plan = merge.planned(stream, _target(conn, functional))
     importer = _Importer(conn)
     for record in plan.replaced:
         importer.replace(record)
@@ -208,9 +208,9 @@ def import_records(
     return plan.result(len(stream))
 
 
-def _target(conn: sqlite3.Connection, functional: frozenset[str]) -> exchange.Target:
+def _target(conn: sqlite3.Connection, functional: frozenset[str]) -> merge.Target:
     documents = {
-        r[0]: exchange.TargetDocument(r[1], r[2], r[3])
+        r[0]: merge.TargetDocument(r[1], r[2], r[3])
         for r in conn.execute("SELECT uri, id, revision, updated_at FROM documents")
     }
     revisions: dict[int, set[tuple[str, str, str]]] = {}
@@ -221,7 +221,7 @@ def _target(conn: sqlite3.Connection, functional: frozenset[str]) -> exchange.Ta
     entities = dict(conn.execute("SELECT key, id FROM entities").fetchall())
     entities.update(conn.execute("SELECT key, entity_id FROM entity_aliases").fetchall())
     current = [
-        exchange.HeldFact(*r)
+        merge.HeldFact(*r)
         for r in conn.execute(
             "SELECT r.id, r.from_id, r.type, r.to_id, r.valid_at, r.invalid_at, r.source, e.name"
             " FROM relationships r JOIN entities e ON e.id = r.to_id"
@@ -237,4 +237,4 @@ def _target(conn: sqlite3.Connection, functional: frozenset[str]) -> exchange.Ta
             ("relationship", "relationships"),
         )
     }
-    return exchange.Target(documents, revisions, entities, current, next_ids, functional)
+    return merge.Target(documents, revisions, entities, current, next_ids, functional)
