@@ -27,8 +27,9 @@ from nexusbrain.storage.base import LexicalHits
 from nexusbrain.storage.bm25 import Ids, PostingScorer
 from nexusbrain.storage.postgres import copyout
 from nexusbrain.storage.postgres.database import Database
-from nexusbrain.storage.postgres.filters import filter_sql
+from nexusbrain.storage.postgres.dialect import POSTGRES
 from nexusbrain.storage.postgres.postings import COLUMNS, LivePids, private_map, unpacked
+from nexusbrain.storage.sql.filters import filter_sql
 
 _HEAD = "SELECT seq, chunks, tokens FROM change_head"
 
@@ -173,7 +174,7 @@ class _Read:
         return _ascending(ids[live], tf[live])
 
     def matching(self, filters: SearchFilters) -> Ids:
-        where, params = filter_sql(filters)
+        where, params = filter_sql(filters, POSTGRES)
         rows = self.conn.execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
             + (f" WHERE {where}" if where else ""),

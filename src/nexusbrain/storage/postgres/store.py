@@ -29,9 +29,10 @@ from nexusbrain.storage.exchange import HEADING_SEP
 from nexusbrain.storage.postgres import copyout, transfer
 from nexusbrain.storage.postgres import vectors as vector_sql
 from nexusbrain.storage.postgres.database import Database
-from nexusbrain.storage.postgres.filters import filter_sql
+from nexusbrain.storage.postgres.dialect import POSTGRES
 from nexusbrain.storage.postgres.migrations import LATEST
 from nexusbrain.storage.postgres.writes import PostgresWork, edges_revision
+from nexusbrain.storage.sql.filters import filter_sql
 
 _DOC_COLUMNS = (
     "id, uri, title, domain, kind, revision, content, metadata, created_at, updated_at, deleted_at"
@@ -192,7 +193,7 @@ class PostgresStore(WritesInOwnUnit):
         return found
 
     def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:
-        where, params = filter_sql(filters)
+        where, params = filter_sql(filters, POSTGRES)
         with self.db.read() as conn:
             rows = conn.execute(
                 "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"

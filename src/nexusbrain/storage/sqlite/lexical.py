@@ -23,8 +23,9 @@ from nexusbrain.records import SearchFilters
 from nexusbrain.storage.analyzer import analyzed
 from nexusbrain.storage.base import LexicalHits
 from nexusbrain.storage.bm25 import Ids, PostingScorer, batches
+from nexusbrain.storage.sql.filters import filter_sql
 from nexusbrain.storage.sqlite import vectors as vector_sql
-from nexusbrain.storage.sqlite.filters import filter_sql
+from nexusbrain.storage.sqlite.dialect import SQLITE
 
 TABLE = "chunks_fts"
 COLUMNS = ("text", "heading", "context")
@@ -190,7 +191,7 @@ class _Read:
         return held, tf
 
     def matching(self, filters: SearchFilters) -> Ids:
-        where, params = filter_sql(filters)
+        where, params = filter_sql(filters, SQLITE)
         rows = self.conn.execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
             + (f" WHERE {where}" if where else ""),

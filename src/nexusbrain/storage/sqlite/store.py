@@ -37,9 +37,10 @@ from nexusbrain.records import (
 from nexusbrain.storage.base import DocumentItems, WritesInOwnUnit
 from nexusbrain.storage.exchange import chunk_values
 from nexusbrain.storage.graph_base import GraphSession
+from nexusbrain.storage.sql.filters import filter_sql
 from nexusbrain.storage.sqlite import lexical, multirow, transfer
 from nexusbrain.storage.sqlite import vectors as vector_sql
-from nexusbrain.storage.sqlite.filters import filter_sql
+from nexusbrain.storage.sqlite.dialect import SQLITE
 from nexusbrain.storage.sqlite.graph import GraphWrites
 from nexusbrain.storage.sqlite.migrations import MIGRATIONS
 
@@ -433,7 +434,7 @@ class SQLiteStore(WritesInOwnUnit):
             vector_sql.set_hashes(conn, hashes, as_of)
 
     def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:
-        where, params = filter_sql(filters)
+        where, params = filter_sql(filters, SQLITE)
         rows = self.connection().execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
             + (f" WHERE {where}" if where else ""),
