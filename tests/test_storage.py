@@ -46,12 +46,12 @@ def chunk(text: str = "alpha beta", ordinal: int = 0) -> ChunkDraft:
 
 def test_opening_applies_every_migration_in_wal_mode(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "b.db")
-    assert store.schema_version() == LATEST
+    assert store.db.schema_version() == LATEST
     conn = sqlite3.connect(tmp_path / "b.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
     again = SQLiteStore(tmp_path / "b.db")
-    assert again.schema_version() == LATEST
+    assert again.db.schema_version() == LATEST
     again.close()
 
 
@@ -74,8 +74,8 @@ def test_migration_4_moves_vectors_into_a_rowid_table(tmp_path: Path) -> None:
     conn.execute("INSERT INTO vectors VALUES ('m', 'h1', 2, ?), ('n', 'h1', 2, ?)", (b"a", b"b"))
     conn.close()
     store = SQLiteStore(path)
-    assert store.schema_version() == LATEST
-    conn = store.connection()
+    assert store.db.schema_version() == LATEST
+    conn = store.db.connection()
     rows = conn.execute("SELECT rowid, model, text_hash, dim, vector FROM vectors ORDER BY model")
     assert [tuple(r)[1:] for r in rows] == [("m", "h1", 2, b"a"), ("n", "h1", 2, b"b")]
     assert store.known_vector_hashes("m", ["h1", "h2"]) == {"h1"}
@@ -118,11 +118,11 @@ def sqlite_steps(store: SQLiteStore, call: Callable[[], object], per: int = 1000
         steps[0] += 1
         return 0
 
-    store.connection().set_progress_handler(tick, per)
+    store.db.connection().set_progress_handler(tick, per)
     try:
         call()
     finally:
-        store.connection().set_progress_handler(None, 0)
+        store.db.connection().set_progress_handler(None, 0)
     return steps[0]
 
 
@@ -152,7 +152,7 @@ def test_many_chunks_in_one_write_are_all_indexed(tmp_path: Path) -> None:
     texts = [f"word{i} common" for i in range(1_234)]  # several INSERT statements
     doc = write(store, draft(), [chunk(t, i) for i, t in enumerate(texts)])
     assert [c.text for c in store.chunks_of(doc.document_id)] == texts
-    store.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+    store.db.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
 
 
 def test_loading_some_vectors_reads_only_their_rows(tmp_path: Path) -> None:
@@ -177,7 +177,7 @@ def test_import_writes_many_chunks_and_names_the_bad_record(tmp_path: Path) -> N
     result = target.import_records(records)
     assert result.chunks == 1_234
     assert list(target.export_records()) == records
-    target.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+    target.db.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
     # a chunk record that repeats an id: the error names its line, and nothing is written
     lines = [i for i, r in enumerate(records, start=1) if r["type"] == "chunk"]
     bad = [dict(r) for r in records]
@@ -200,8 +200,8 @@ def test_durability_sets_every_connection(tmp_path: Path, setting: str, pragma: 
     try:
         store.stats()
         list(store.export_records())
-        with store._connections_lock:
-            connections = list(store._connections)
+        with store.db._connections_lock:
+            connections = list(store.db._connections)
         assert connections
         for conn in connections:
             assert conn.execute("PRAGMA synchronous").fetchone()[0] == pragma

@@ -21,12 +21,12 @@ from nexusbrain.storage.base import DenseIndex, Vector
 from nexusbrain.storage.postgres import hnsw
 from nexusbrain.storage.postgres.compaction import Compactor
 from nexusbrain.storage.postgres.database import Database, connect, ensure_vector
-from nexusbrain.storage.postgres.graph import PostgresGraphStore
 from nexusbrain.storage.postgres.lexical import PostgresLexicalIndex
 from nexusbrain.storage.postgres.migrations import holds_brain, migrate
 from nexusbrain.storage.postgres.store import PostgresStore
 from nexusbrain.storage.postgres.url import PostgresUrl, parse_url
 from nexusbrain.storage.postgres.writes import PostgresWork
+from nexusbrain.storage.sql.graph import SQLGraphStore
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 __all__ = ["PostgresBackend", "drop_brain", "parse_url"]
@@ -54,7 +54,7 @@ class PostgresBackend:
             migrate(conn, url.schema, vector[1])
         self.db = Database(url, config, vector)
         self.store = PostgresStore(self.db)
-        self._graph = PostgresGraphStore(self.db)
+        self._graph = SQLGraphStore(self.db)
         self._lexical = PostgresLexicalIndex(self.db, lexical)
         self.compactor = Compactor(self.db, self._lexical.live)
         self.compactor.start()
@@ -64,7 +64,7 @@ class PostgresBackend:
         return self.store
 
     @property
-    def graph(self) -> PostgresGraphStore:
+    def graph(self) -> SQLGraphStore:
         return self._graph
 
     @property

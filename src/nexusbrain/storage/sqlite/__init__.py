@@ -12,9 +12,10 @@ from typing import Any
 from nexusbrain.config import LexicalConfig, StorageConfig
 from nexusbrain.errors import InvalidInput
 from nexusbrain.storage.base import Vector
-from nexusbrain.storage.sqlite.graph import SQLiteGraphStore
+from nexusbrain.storage.sql.graph import SQLGraphStore
 from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex
-from nexusbrain.storage.sqlite.store import SQLiteStore, SQLiteWork
+from nexusbrain.storage.sqlite.store import SQLiteStore
+from nexusbrain.storage.sqlite.writes import SQLiteWork
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 _IN_PROCESS = (
@@ -29,15 +30,15 @@ class SQLiteBackend:
     def __init__(self, path: Path, lexical: LexicalConfig, config: StorageConfig) -> None:
         self.path = path
         self.store = SQLiteStore(path, config)
-        self._graph = SQLiteGraphStore(self.store)
-        self._lexical = SQLiteLexicalIndex(self.store.connection, lexical)
+        self._graph = SQLGraphStore(self.store.db)
+        self._lexical = SQLiteLexicalIndex(self.store.db.connection, lexical)
 
     @property
     def documents(self) -> SQLiteStore:
         return self.store
 
     @property
-    def graph(self) -> SQLiteGraphStore:
+    def graph(self) -> SQLGraphStore:
         return self._graph
 
     @property
@@ -79,10 +80,10 @@ class SQLiteBackend:
         return str(self.path)
 
     def ping(self) -> None:
-        self.store.ping()
+        self.store.db.ping()
 
     def backup(self, target: Path) -> None:
-        self.store.backup(target)
+        self.store.db.backup(target)
 
     def close(self) -> None:
         self.store.close()

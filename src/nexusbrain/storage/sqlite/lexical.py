@@ -23,6 +23,7 @@ from nexusbrain.records import SearchFilters
 from nexusbrain.storage.analyzer import analyzed
 from nexusbrain.storage.base import LexicalHits
 from nexusbrain.storage.bm25 import Ids, PostingScorer, batches
+from nexusbrain.storage.sql.documents import changes_since
 from nexusbrain.storage.sql.filters import filter_sql
 from nexusbrain.storage.sqlite import vectors as vector_sql
 from nexusbrain.storage.sqlite.dialect import SQLITE
@@ -177,7 +178,7 @@ class _Read:
         return ids, record_sums(bytes.fromhex(joined[3]), lengths), documents
 
     def added_since(self, seq: int) -> list[int]:
-        return vector_sql.changes_since(self.conn, seq)[1]
+        return changes_since(self.conn, SQLITE, seq)[1]
 
     def postings(self, token: str) -> tuple[Ids, np.ndarray]:
         joined = self.conn.execute(_POSTINGS, (token,)).fetchone()[0]
