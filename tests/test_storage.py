@@ -3,6 +3,7 @@ backend must do is in tests/backend (the conformance suite)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -11,8 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
-from nexusbrain.errors import InvalidInput
+from nexusbrain import storage
+from nexusbrain.cli.main import cli
+from nexusbrain.config import LexicalConfig, StorageConfig
+from nexusbrain.errors import ConfigError, InvalidInput, NotFound
 from nexusbrain.records import (
     ChunkDraft,
     DocumentDraft,
@@ -20,6 +25,7 @@ from nexusbrain.records import (
     VectorBatch,
     WriteResult,
 )
+from nexusbrain.storage.base import IN_PROCESS, Backend, DenseIndexAdmin
 from nexusbrain.storage.sqlite import vectors as vector_sql
 from nexusbrain.storage.sqlite.migrations import LATEST, MIGRATIONS
 from nexusbrain.storage.sqlite.store import SQLiteStore
@@ -207,3 +213,51 @@ def test_durability_sets_every_connection(tmp_path: Path, setting: str, pragma: 
             assert conn.execute("PRAGMA synchronous").fetchone()[0] == pragma
     finally:
         store.close()
+
+
+def test_a_sqlite_brain_keeps_its_dense_index_in_process_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building or dropping a database-side dense index is a capability SQLite lacks: the
+    command says so in one line and exits 1; its status names the in-process index."""
+    backend = storage.open(tmp_path / "b.db")
+    assert not isinstance(backend, DenseIndexAdmin)
+    backend.close()
+    monkeypatch.setenv("BRAIN_EMBEDDER", "hashing")
+    db = ["--db", str(tmp_path / "b.db"), "dense-index"]
+    for command in ("build", "drop"):
+        result = CliRunner().invoke(cli, [*db, command])
+        assert result.exit_code == 1, result.output
+        assert result.output.splitlines() == [f"error: {IN_PROCESS}"]
+    status = CliRunner().invoke(cli, [*db, "status", "--json"])
+    assert status.exit_code == 0
+    assert json.loads(status.output) == {
+        "model": "hashing-256",
+        "kind": "in-process",
+        "built": False,
+        "searching": "in-process",
+    }
+
+
+def open_url(url: str, lexical: LexicalConfig, config: StorageConfig, *, create: bool) -> Backend:
+    """A backend registered by this test module: `nbtest://PATH` is the SQLite file PATH."""
+    from nexusbrain.storage import sqlite as sqlite_backend
+
+    return sqlite_backend.open_url(url.removeprefix("nbtest://"), lexical, config, create=create)
+
+
+def test_a_backend_registers_its_scheme_and_unknown_schemes_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage, "_BACKENDS", dict(storage._BACKENDS))
+    storage.register("NBTest", __name__)
+    backend = storage.open(f"nbtest://{tmp_path / 'b.db'}")
+    try:
+        assert backend.describe() == str(tmp_path / "b.db")
+    finally:
+        backend.close()
+    for url, scheme in [("mysql://h/d", "mysql"), ("sqlite://b.db", "sqlite")]:
+        with pytest.raises(ConfigError, match=f"unknown database URL scheme '{scheme}'"):
+            storage.open(url)
+    with pytest.raises(NotFound, match="the file does not exist"):
+        storage.open(f"sqlite:///{tmp_path / 'none.db'}", create=False)
