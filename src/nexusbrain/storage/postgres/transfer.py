@@ -30,8 +30,7 @@ class PostgresChunkImport:
         delete_chunks(self.conn, document_id, self.log)
 
     def add(self, line: int, values: tuple[Any, ...]) -> None:
-        stored: tuple[Any, ...] = (*values[:11], None, values[11])  # no text hash yet
-        self.pending.append((line, ChunkRow(*stored)))
+        self.pending.append((line, ChunkRow(*values)))
         if len(self.pending) >= _BATCH:
             self._flush()
 

@@ -23,7 +23,7 @@ from nexusbrain.records import (
 )
 from nexusbrain.storage.exchange import HEADING_SEP
 from nexusbrain.storage.sql.dialect import Connection, Connections, Dialect
-from nexusbrain.storage.sql.filters import filter_sql
+from nexusbrain.storage.sql.filters import chunk_ids
 
 _DOCUMENT = (
     "SELECT id, uri, title, domain, kind, revision, content, metadata, created_at, updated_at,"
@@ -177,12 +177,8 @@ class DocumentReads:
         return found
 
     def chunk_ids_matching(self, filters: SearchFilters) -> set[int]:
-        where, params = filter_sql(filters, self.d)
-        query = "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id" + (
-            f" WHERE {where}" if where else ""
-        )
         with self.db.read() as conn:
-            return {row[0] for row in conn.execute(query, params).fetchall()}
+            return set(chunk_ids(conn, filters, self.d))
 
     # the chunk change log
 

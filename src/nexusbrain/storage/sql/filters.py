@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nexusbrain.records import SearchFilters
-from nexusbrain.storage.sql.dialect import Dialect
+from nexusbrain.storage.sql.dialect import Connection, Dialect
 
 
 def filter_sql(filters: SearchFilters, dialect: Dialect) -> tuple[str, list[Any]]:
@@ -33,3 +33,11 @@ def filter_sql(filters: SearchFilters, dialect: Dialect) -> tuple[str, list[Any]
         clauses.append("d.updated_at < ?")
         params.append(dialect.time_param(filters.updated_before))
     return dialect.sql(" AND ".join(clauses)), params
+
+
+def chunk_ids(conn: Connection, filters: SearchFilters, dialect: Dialect) -> list[int]:
+    """Ids of the live chunks that pass the filters."""
+    where, params = filter_sql(filters, dialect)
+    query = "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
+    rows = conn.execute(query + (f" WHERE {where}" if where else ""), params).fetchall()
+    return [row[0] for row in rows]

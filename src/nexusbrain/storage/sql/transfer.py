@@ -111,14 +111,16 @@ class ChunkImport(Protocol):
 
 
 def chunk_row(r: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A chunk record's row: id, document id, ordinal, char and line spans, heading (joined
-    with HEADING_SEP), text, unit, meta (JSON), context."""
+    """A chunk record's row as both engines store it (postgres/chunks.py's ChunkRow): id,
+    document id, ordinal, char and line spans, heading (joined with HEADING_SEP), text, unit,
+    meta (JSON), text hash (none yet: import leaves it to the embedder) and context."""
     return (
         *(r[f] for f in _CHUNK_COLUMNS[:7]),
         HEADING_SEP.join(r["heading_path"]),
         r["text"],
         r["unit"],
         orjson.dumps(r["meta"]).decode(),
+        None,
         r["context"],
     )
 

@@ -19,8 +19,7 @@ from nexusbrain.storage.sql.documents import DocumentReads
 from nexusbrain.storage.sqlite import vectors as vector_sql
 from nexusbrain.storage.sqlite.database import SQLiteDatabase
 from nexusbrain.storage.sqlite.dialect import SQLITE
-from nexusbrain.storage.sqlite.transfer import SQLiteChunkImport
-from nexusbrain.storage.sqlite.writes import SQLiteWork
+from nexusbrain.storage.sqlite.writes import SQLiteChunkImport, SQLiteWork
 
 
 class SQLiteStore(DocumentReads, WritesInOwnUnit):

@@ -2,7 +2,8 @@
 
 Documents are written one by one (a read of the one held under the uri, then its insert or
 update and its revision); their chunks a few hundred rows per statement, as FTS5 wants them
-(`_PendingChunks`). Triggers index the chunks and log them in the chunk change log."""
+(`_PendingChunks`), and so are an import's (`SQLiteChunkImport`, storage/sql/transfer.py's
+engine side). Triggers index the chunks and log them in the chunk change log."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from nexusbrain.errors import InvalidInput
 from nexusbrain.records import ChunkDraft, DocumentDraft, VectorBatch, WriteResult, WriteStatus
 from nexusbrain.storage.base import DocumentItems
 from nexusbrain.storage.exchange import chunk_values
@@ -22,8 +24,9 @@ from nexusbrain.storage.sqlite import multirow
 from nexusbrain.storage.sqlite import vectors as vector_sql
 from nexusbrain.storage.sqlite.dialect import SQLITE
 
+# a row per chunk: its id (NULL: the next), then chunk_values' columns (exchange.py)
 _CHUNK_INSERT = (
-    "INSERT INTO chunks (document_id, ordinal, char_start, char_end, line_start, line_end,"
+    "INSERT INTO chunks (id, document_id, ordinal, char_start, char_end, line_start, line_end,"
     " heading, text, unit, meta, text_hash, context) VALUES "
 )
 
@@ -99,7 +102,7 @@ class SQLiteWork:
         )
 
     def _delete_chunks(self, document_id: int) -> None:
-        self.conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+        _delete_chunks(self.conn, document_id)
 
     def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
         return retire(self.conn, SQLITE, document_ids, now, self._delete_chunks)
@@ -135,10 +138,45 @@ class _PendingChunks:
 
     def add(self, document_id: int, chunks: Sequence[ChunkDraft]) -> None:
         self.documents.add(document_id)
-        self.rows += [(document_id, *chunk_values(c)) for c in chunks]
+        self.rows += [(None, document_id, *chunk_values(c)) for c in chunks]
 
     def insert(self, conn: sqlite3.Connection) -> None:
-        for part in multirow.parts(conn, self.rows, 12):
+        for part in multirow.parts(conn, self.rows, 13):
             conn.execute(*multirow.statement(_CHUNK_INSERT, part))
         self.rows.clear()
         self.documents.clear()
+
+
+def _delete_chunks(conn: sqlite3.Connection, document_id: int) -> None:
+    conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+
+
+class SQLiteChunkImport:
+    """A `ChunkImport` on a connection inside the import's write transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.pending: list[tuple[int, tuple[Any, ...]]] = []  # (record line, row)
+
+    def delete_chunks(self, document_id: int) -> None:
+        _delete_chunks(self.conn, document_id)
+
+    def add(self, line: int, values: tuple[Any, ...]) -> None:
+        self.pending.append((line, values))
+        if len(self.pending) >= multirow.MAX_ROWS:
+            self.finish()
+
+    def finish(self) -> None:
+        """Insert the pending chunk rows. A statement that fails is undone alone and its rows
+        are tried one at a time, so that the error names the record's line."""
+        pending, self.pending = self.pending, []
+        for part in multirow.parts(self.conn, pending, 13):
+            try:
+                self.conn.execute(*multirow.statement(_CHUNK_INSERT, [row for _, row in part]))
+            except (sqlite3.IntegrityError, sqlite3.InterfaceError):
+                for line, row in part:
+                    try:
+                        self.conn.execute(*multirow.statement(_CHUNK_INSERT, [row]))
+                    except (sqlite3.IntegrityError, sqlite3.InterfaceError) as exc:
+                        raise InvalidInput(f"import record {line} is invalid: {exc}") from exc
+                raise
