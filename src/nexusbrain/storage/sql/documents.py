@@ -93,18 +93,13 @@ class DocumentReads:
     # documents
 
     def get_document(self, document_id: int) -> Document:
-        found = self._document("id", document_id)
+        found = _document_where(self.db, "id", document_id)
         if found is None:
             raise NotFound(f"no document with id {document_id}")
         return found
 
     def find_document(self, uri: str) -> Document | None:
-        return self._document("uri", uri)
-
-    def _document(self, column: str, value: Any) -> Document | None:
-        with self.db.read() as conn:
-            row = conn.execute(self.d.sql(f"{_DOCUMENT} WHERE {column} = ?"), (value,)).fetchone()
-        return _document(self.d, row) if row else None
+        return _document_where(self.db, "uri", uri)
 
     def revisions_under(self, uri_prefix: str) -> Mapping[str, str]:
         prefix, params = self.d.prefix("uri", uri_prefix)
@@ -206,48 +201,27 @@ class DocumentReads:
         self, model: str, limit: int
     ) -> list[tuple[int, str, Sequence[str], str]]:
         with self.db.read() as conn:
-            latest, since = self._coverage(conn, model)
+            latest, since = _coverage(conn, self.d, self.latest_change, model)
             params = (model,) if since is None else (since, model)
             query = f"SELECT c.id, c.text, c.heading, c.context{_missing(since)}"
             rows = conn.execute(
                 self.d.sql(query + " ORDER BY c.id LIMIT ?"), (*params, limit)
             ).fetchall()
         if not rows:
-            self._mark_covered(model, latest, since)
+            _mark_covered(self.db, model, latest, since)
         return [(r[0], r[1], r[2].split(HEADING_SEP) if r[2] else [], r[3]) for r in rows]
 
     def count_missing_vectors(self, model: str) -> int:
         """Only chunks changed since the model's vectors were last found complete are looked
         at (every chunk, the first time), so that the check after each ingest stays cheap."""
         with self.db.read() as conn:
-            latest, since = self._coverage(conn, model)
+            latest, since = _coverage(conn, self.d, self.latest_change, model)
             params = (model,) if since is None else (since, model)
             row = conn.execute(self.d.sql(f"SELECT count(*){_missing(since)}"), params).fetchone()
         missing = int(row[0]) if row else 0
         if not missing:
-            self._mark_covered(model, latest, since)
+            _mark_covered(self.db, model, latest, since)
         return missing
-
-    def _coverage(self, conn: Connection, model: str) -> tuple[int, int | None]:
-        """(the newest change seq, the seq up to which the model's vectors are complete):
-        `vector_coverage.seq` is a change seq up to which every live chunk had a vector for
-        the model, so chunks changed after it are the only ones that can lack one (every
-        insert and re-hash of a chunk is logged, and vectors are never deleted)."""
-        query = f"SELECT ({self.latest_change}), (SELECT seq FROM vector_coverage WHERE model = ?)"
-        row = conn.execute(self.d.sql(query), (model,)).fetchone()
-        return int(row[0]), None if row[1] is None else int(row[1])
-
-    def _mark_covered(self, model: str, latest: int, since: int | None) -> None:
-        """Record that no chunk changed up to `latest` (read before looking for missing
-        vectors, so that changes made meanwhile stay after it) lacks a vector for `model`."""
-        if since is not None and latest <= since:
-            return
-        query = (
-            "INSERT INTO vector_coverage (model, seq) VALUES (?, ?) ON CONFLICT (model)"
-            f" DO UPDATE SET seq = {self.d.greatest}(vector_coverage.seq, excluded.seq)"
-        )
-        with self.db.own_write("database write failed") as conn:
-            conn.execute(self.d.sql(query), (model, latest))
 
     # captures
 
@@ -285,6 +259,35 @@ class DocumentReads:
                 results=tuple(orjson.loads(row[5])),
                 latency_ms=row[6],
             )
+
+
+def _document_where(db: Connections, column: str, value: Any) -> Document | None:
+    with db.read() as conn:
+        row = conn.execute(db.dialect.sql(f"{_DOCUMENT} WHERE {column} = ?"), (value,)).fetchone()
+    return _document(db.dialect, row) if row else None
+
+
+def _coverage(conn: Connection, d: Dialect, latest: str, model: str) -> tuple[int, int | None]:
+    """(the newest change seq, the seq up to which the model's vectors are complete):
+    `vector_coverage.seq` is a change seq up to which every live chunk had a vector for
+    the model, so chunks changed after it are the only ones that can lack one (every
+    insert and re-hash of a chunk is logged, and vectors are never deleted)."""
+    query = f"SELECT ({latest}), (SELECT seq FROM vector_coverage WHERE model = ?)"
+    row = conn.execute(d.sql(query), (model,)).fetchone()
+    return int(row[0]), None if row[1] is None else int(row[1])
+
+
+def _mark_covered(db: Connections, model: str, latest: int, since: int | None) -> None:
+    """Record that no chunk changed up to `latest` (read before looking for missing
+    vectors, so that changes made meanwhile stay after it) lacks a vector for `model`."""
+    if since is not None and latest <= since:
+        return
+    query = (
+        "INSERT INTO vector_coverage (model, seq) VALUES (?, ?) ON CONFLICT (model)"
+        f" DO UPDATE SET seq = {db.dialect.greatest}(vector_coverage.seq, excluded.seq)"
+    )
+    with db.own_write("database write failed") as conn:
+        conn.execute(db.dialect.sql(query), (model, latest))
 
 
 def _missing(since: int | None) -> str:
