@@ -74,7 +74,7 @@ class Admin:
         the background leaves them to its thread).
 
         Into an empty brain the records keep their ids; into one with data they are merged
-        (storage/exchange.py): documents by path, the newer version current and the older kept
+        (storage/merge.py): documents by path, the newer version current and the older kept
         as revisions, facts by lineage. Raises InvalidInput, naming the record, for a malformed
         one, and Conflict, listing each, where records contradict what is stored; nothing is
         then stored."""
