@@ -331,6 +331,7 @@ class DenseIndexAdmin(Protocol):
         ...
 
 
+# what `dense-index build` and `drop` say on a backend without the capability (SQLite is the one)
 IN_PROCESS = (
     "a database-side dense index (pgvector HNSW) is for PostgreSQL brains: a SQLite brain's"
     " dense index is in process (exact up to 20,000 vectors, quantized past that)"
