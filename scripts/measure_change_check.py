@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from nexusbrain import storage
 from nexusbrain.records import SearchFilters
-from nexusbrain.storage.postgres import PostgresBackend
+from nexusbrain.storage.postgres.backend import PostgresBackend
 
 
 def main() -> None:

@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nexusbrain import storage
 from nexusbrain.bench.corpus import Corpus, CorpusSpec
 from nexusbrain.bench.server import child_env, run_cli
 from nexusbrain.envelopes import DEFAULT_ENVELOPE
+from nexusbrain.storage import postgres
 
 CHILD = """
 import json, sys, time
@@ -70,7 +70,7 @@ def main() -> None:
         Corpus(CorpusSpec()).write(folder, args.documents)
         for round_ in range(args.rounds):
             for tree, rows in figures.items():
-                storage.drop(args.db)
+                postgres.drop(args.db)
                 report, seconds = run_cli(
                     args.db, child_env(DEFAULT_ENVELOPE), "ingest-dir", str(folder)
                 )
@@ -81,7 +81,7 @@ def main() -> None:
                     f" loaded in {seconds:.0f} s; {_line(rows[-1])}; digest {rows[-1]['digest']}",
                     flush=True,
                 )
-    storage.drop(args.db)
+    postgres.drop(args.db)
     print(f"median of {args.rounds} rounds, {args.documents} documents:")
     for tree, rows in figures.items():
         median = {k: statistics.median(r[k] for r in rows) for k in rows[0] if k != "digest"}

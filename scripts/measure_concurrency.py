@@ -24,12 +24,12 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from nexusbrain import storage
 from nexusbrain.bench.corpus import Corpus, CorpusSpec
 from nexusbrain.bench.load import Call, LoadResult, run_calls, wait_for_answer
 from nexusbrain.bench.server import ChildServer, child_env, run_cli
 from nexusbrain.envelopes import DEFAULT_ENVELOPE
 from nexusbrain.latency import summarise
+from nexusbrain.storage import postgres
 
 
 def main() -> None:
@@ -63,7 +63,7 @@ def main() -> None:
 
 def _build_brain(db: str, corpus: Corpus, documents: int, folder: Path, drop: bool) -> None:
     if drop:
-        storage.drop(db)
+        postgres.drop(db)
     corpus.write(folder, documents)
     report, seconds = run_cli(db, child_env(DEFAULT_ENVELOPE), "ingest-dir", str(folder))
     print(f"built {db}: {report['chunks']:,} chunks in {seconds:.0f} s", flush=True)

@@ -38,6 +38,7 @@ from nexusbrain.evals.metrics import graded_ndcg_at_k, ndcg_at_k, recall_at_k
 from nexusbrain.ingest.conversation import Session, Turn
 from nexusbrain.records import SearchFilters, SearchMode
 from nexusbrain.retrieval.modes import PRESETS, PRFConfig, SearchConfig
+from nexusbrain.storage import postgres
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "bm25": {"dense": False},
@@ -75,7 +76,7 @@ def brain_for(
     if server is None:
         fresh = not Path(db).exists()
     else:
-        db = storage.scratch_url(server, f"{name}_{profile}")
+        db = postgres.scratch_url(server, f"{name}_{profile}")
         try:
             storage.open(db, create=False).close()
             fresh = False

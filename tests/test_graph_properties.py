@@ -20,7 +20,7 @@ from nexusbrain.config import GraphConfig
 from nexusbrain.graph import AsOf, Graph, RelationshipInput
 from nexusbrain.graph.rules import visible
 from nexusbrain.records import Relationship, RetireReason, WriteStatus
-from nexusbrain.storage.sqlite.graph import SQLiteGraphStore
+from nexusbrain.storage.sql.graph import SQLGraphStore
 from nexusbrain.storage.sqlite.store import SQLiteStore
 
 DATES = [datetime(year, 1, 1, tzinfo=UTC) for year in (2020, 2021, 2022, 2023)]
@@ -70,13 +70,13 @@ def scratch_graph(template: Path) -> Iterator[tuple[Graph, SQLiteStore, FrozenCl
         store = SQLiteStore(path)
         clock = FrozenClock(datetime(2026, 1, 1, tzinfo=UTC))
         try:
-            yield Graph(SQLiteGraphStore(store), GraphConfig(), clock), store, clock
+            yield Graph(SQLGraphStore(store.db), GraphConfig(), clock), store, clock
         finally:
             store.close()
 
 
 def all_versions(graph: Graph, store: SQLiteStore) -> list[Relationship]:
-    ids = [row[0] for row in store.connection().execute("SELECT id FROM relationships")]
+    ids = [row[0] for row in store.db.connection().execute("SELECT id FROM relationships")]
     return sorted({v for i in ids for v in graph.history(i).versions}, key=lambda r: r.id)
 
 
@@ -89,10 +89,10 @@ def test_ingests_keep_one_current_version_per_triple_and_one_chain_per_lineage(
         for item, pause in plan:
             clock.advance(seconds=pause)
             first = graph.ingest(relationships=[item]).relationships[0]
-            changes = store.connection().total_changes
+            changes = store.db.connection().total_changes
             again = graph.ingest(relationships=[item]).relationships[0]
             assert (again.status, again.id) == (WriteStatus.DUPLICATE, first.id)
-            assert store.connection().total_changes == changes  # a duplicate writes nothing
+            assert store.db.connection().total_changes == changes  # a duplicate writes nothing
 
         versions = all_versions(graph, store)
         current: dict[tuple[int, str, int], list[int]] = defaultdict(list)
@@ -136,7 +136,7 @@ def test_as_of_queries_match_the_pure_rule(
         entity_ids = sorted({v.from_id for v in versions})
         for valid in [None, *DATES, datetime(2019, 6, 1, tzinfo=UTC)]:
             for known in [None, *times]:
-                found = SQLiteGraphStore(store).relations(
+                found = SQLGraphStore(store.db).relations(
                     from_ids=entity_ids, valid=valid, known=known
                 )
                 assert found == [v for v in versions if visible(v, valid, known)]

@@ -20,7 +20,7 @@ from nexusbrain.config import Profile, Settings
 from nexusbrain.errors import Busy, InvalidInput, NotFound
 from nexusbrain.records import SearchFilters, VectorBatch
 from nexusbrain.retrieval.vectors import to_blob
-from nexusbrain.storage.base import Backend
+from nexusbrain.storage.base import Backend, dense_admin
 from nexusbrain.storage.postgres import hnsw
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
@@ -59,7 +59,7 @@ def _fill(backend: Backend, rows: np.ndarray, start: int = 0, domain: str = "not
 
 
 def _build(backend: Backend, **options: Any) -> dict[str, object]:
-    return backend.build_dense(
+    return dense_admin(backend).build_dense(
         MODEL,
         DIM,
         centre=True,
@@ -226,14 +226,14 @@ def test_a_second_build_centres_around_the_rows_of_then_and_drop_takes_it_away(
     raw = _unit(rng, 1)[0]
     want = exact.search(exact.centre(raw), 5)
     assert [s.chunk_id for s in index.search(index.centre(raw), 5)] == [s.chunk_id for s in want]
-    dropped = backend.drop_dense(MODEL)
+    dropped = dense_admin(backend).drop_dense(MODEL)
     assert dropped["built"] is False and dropped["kind"] == "in-process"
     assert (
         type(open_url(opened, url).dense_index(MODEL, DIM, centre=True)).__name__ == "VectorIndex"
     )
     assert _centred_nulls(backend) == 200
     with pytest.raises(NotFound):
-        backend.drop_dense(MODEL)
+        dense_admin(backend).drop_dense(MODEL)
 
 
 def test_a_build_with_nothing_to_index_or_bad_parameters_says_so(

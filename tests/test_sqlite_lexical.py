@@ -79,7 +79,7 @@ def _write(store: SQLiteStore, index: int, revision: str = "r1") -> None:
 
 def reference(store: SQLiteStore, terms: list[str], k: int) -> list[Scored]:
     """BM25 from scratch over the chunks as they are now (storage/bm25.py's formula)."""
-    rows = store.connection().execute("SELECT id, text, heading, context FROM chunks").fetchall()
+    rows = store.db.connection().execute("SELECT id, text, heading, context FROM chunks").fetchall()
     columns = {r[0]: (tokens(r[1]), tokens(r[2]), tokens(r[3])) for r in rows}
     if not columns:
         return []
@@ -124,7 +124,7 @@ def _queries() -> list[list[str]]:
 
 
 def test_scores_are_bm25_over_the_chunks(store: SQLiteStore) -> None:
-    index = SQLiteLexicalIndex(store.connection, CONFIG)
+    index = SQLiteLexicalIndex(store.db.connection, CONFIG)
     compared = 0
     for terms in _queries():
         for k in (1, 10, 1_000):
@@ -137,8 +137,10 @@ def test_scores_are_bm25_over_the_chunks(store: SQLiteStore) -> None:
 def test_every_row_at_once_is_each_row_by_its_id(store: SQLiteStore) -> None:
     """The first search reads every row's length and document in one statement; a later one
     reads the rows changed since by id. Both give each chunk's tokens over its columns."""
-    index = SQLiteLexicalIndex(store.connection, CONFIG)
-    rows = store.connection().execute("SELECT id, document_id, text, heading, context FROM chunks")
+    index = SQLiteLexicalIndex(store.db.connection, CONFIG)
+    rows = store.db.connection().execute(
+        "SELECT id, document_id, text, heading, context FROM chunks"
+    )
     expected = {r[0]: (sum(len(tokens(c)) for c in r[2:]), r[1]) for r in rows}
     with index.read() as read:
         every = read.rows(None)
@@ -150,11 +152,11 @@ def test_every_row_at_once_is_each_row_by_its_id(store: SQLiteStore) -> None:
 
 
 def test_writes_are_seen_including_a_re_used_chunk_id(store: SQLiteStore) -> None:
-    index = SQLiteLexicalIndex(store.connection, CONFIG)
+    index = SQLiteLexicalIndex(store.db.connection, CONFIG)
     queries = _queries()
     for terms in queries[:10]:  # fills the size array and the cache
         index.search(terms, 10, SearchFilters())
-    conn = store.connection()
+    conn = store.db.connection()
     last = conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
     _write(store, 59, revision="r2-edit")  # the last document again: its chunk ids come back
     reused = conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
@@ -173,10 +175,10 @@ class Undo(Exception):
 def test_inside_a_write_transaction_the_uncommitted_rows_count_and_nothing_is_kept(
     store: SQLiteStore,
 ) -> None:
-    index = SQLiteLexicalIndex(store.connection, CONFIG)
+    index = SQLiteLexicalIndex(store.db.connection, CONFIG)
     word = Corpus().words[12]
     before = index.search([word], 1_000, SearchFilters()).scored
-    with pytest.raises(Undo), store.transaction() as conn:
+    with pytest.raises(Undo), store.db.write() as conn:
         conn.execute("DELETE FROM chunks WHERE id IN (SELECT id FROM chunks LIMIT 20)")
         inside = index.search([word], 1_000, SearchFilters()).scored
         same(inside, reference(store, [word], 1_000))
@@ -188,8 +190,8 @@ def test_inside_a_write_transaction_the_uncommitted_rows_count_and_nothing_is_ke
 
 
 def test_a_tiny_cache_gives_the_same_answers(store: SQLiteStore) -> None:
-    tiny = SQLiteLexicalIndex(store.connection, LexicalConfig(postings_cache_mb=0))
-    roomy = SQLiteLexicalIndex(store.connection, CONFIG)
+    tiny = SQLiteLexicalIndex(store.db.connection, LexicalConfig(postings_cache_mb=0))
+    roomy = SQLiteLexicalIndex(store.db.connection, CONFIG)
     for terms in _queries():
         for best in (False, True):
             same(
@@ -201,7 +203,9 @@ def test_a_tiny_cache_gives_the_same_answers(store: SQLiteStore) -> None:
 def test_an_empty_store_finds_nothing(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "b.db")
     assert (
-        SQLiteLexicalIndex(store.connection, CONFIG).search(["alpha"], 10, SearchFilters()).scored
+        SQLiteLexicalIndex(store.db.connection, CONFIG)
+        .search(["alpha"], 10, SearchFilters())
+        .scored
         == []
     )
 
@@ -222,10 +226,10 @@ def test_a_version_7_database_is_migrated_to_analyzer_tokens(tmp_path: Path) -> 
     )
     conn.close()
     store = SQLiteStore(path)
-    index = SQLiteLexicalIndex(store.connection, CONFIG)
+    index = SQLiteLexicalIndex(store.db.connection, CONFIG)
     assert [s.chunk_id for s in index.search(["東京"], 5, SearchFilters()).scored] == [1]
     assert [s.chunk_id for s in index.search(["runs"], 5, SearchFilters()).scored] == [1]
-    store.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+    store.db.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
 
 
 def test_the_cache_size_comes_from_the_environment(tmp_path: Path) -> None:
@@ -242,7 +246,7 @@ def test_the_cache_size_comes_from_the_environment(tmp_path: Path) -> None:
 
 
 def test_searches_on_several_threads_while_writes_land(store: SQLiteStore) -> None:
-    index = SQLiteLexicalIndex(store.connection, CONFIG)
+    index = SQLiteLexicalIndex(store.db.connection, CONFIG)
     queries = _queries()[:12]
     errors: list[BaseException] = []
     done = threading.Event()

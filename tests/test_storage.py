@@ -3,6 +3,7 @@ backend must do is in tests/backend (the conformance suite)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -11,8 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
-from nexusbrain.errors import InvalidInput
+from nexusbrain import storage
+from nexusbrain.cli.main import cli
+from nexusbrain.config import LexicalConfig, StorageConfig
+from nexusbrain.errors import ConfigError, InvalidInput, NotFound
 from nexusbrain.records import (
     ChunkDraft,
     DocumentDraft,
@@ -20,6 +25,7 @@ from nexusbrain.records import (
     VectorBatch,
     WriteResult,
 )
+from nexusbrain.storage.base import IN_PROCESS, Backend, DenseIndexAdmin
 from nexusbrain.storage.sqlite import vectors as vector_sql
 from nexusbrain.storage.sqlite.migrations import LATEST, MIGRATIONS
 from nexusbrain.storage.sqlite.store import SQLiteStore
@@ -46,12 +52,12 @@ def chunk(text: str = "alpha beta", ordinal: int = 0) -> ChunkDraft:
 
 def test_opening_applies_every_migration_in_wal_mode(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "b.db")
-    assert store.schema_version() == LATEST
+    assert store.db.schema_version() == LATEST
     conn = sqlite3.connect(tmp_path / "b.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
     again = SQLiteStore(tmp_path / "b.db")
-    assert again.schema_version() == LATEST
+    assert again.db.schema_version() == LATEST
     again.close()
 
 
@@ -74,8 +80,8 @@ def test_migration_4_moves_vectors_into_a_rowid_table(tmp_path: Path) -> None:
     conn.execute("INSERT INTO vectors VALUES ('m', 'h1', 2, ?), ('n', 'h1', 2, ?)", (b"a", b"b"))
     conn.close()
     store = SQLiteStore(path)
-    assert store.schema_version() == LATEST
-    conn = store.connection()
+    assert store.db.schema_version() == LATEST
+    conn = store.db.connection()
     rows = conn.execute("SELECT rowid, model, text_hash, dim, vector FROM vectors ORDER BY model")
     assert [tuple(r)[1:] for r in rows] == [("m", "h1", 2, b"a"), ("n", "h1", 2, b"b")]
     assert store.known_vector_hashes("m", ["h1", "h2"]) == {"h1"}
@@ -118,11 +124,11 @@ def sqlite_steps(store: SQLiteStore, call: Callable[[], object], per: int = 1000
         steps[0] += 1
         return 0
 
-    store.connection().set_progress_handler(tick, per)
+    store.db.connection().set_progress_handler(tick, per)
     try:
         call()
     finally:
-        store.connection().set_progress_handler(None, 0)
+        store.db.connection().set_progress_handler(None, 0)
     return steps[0]
 
 
@@ -152,7 +158,7 @@ def test_many_chunks_in_one_write_are_all_indexed(tmp_path: Path) -> None:
     texts = [f"word{i} common" for i in range(1_234)]  # several INSERT statements
     doc = write(store, draft(), [chunk(t, i) for i, t in enumerate(texts)])
     assert [c.text for c in store.chunks_of(doc.document_id)] == texts
-    store.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+    store.db.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
 
 
 def test_loading_some_vectors_reads_only_their_rows(tmp_path: Path) -> None:
@@ -177,7 +183,7 @@ def test_import_writes_many_chunks_and_names_the_bad_record(tmp_path: Path) -> N
     result = target.import_records(records)
     assert result.chunks == 1_234
     assert list(target.export_records()) == records
-    target.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+    target.db.connection().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
     # a chunk record that repeats an id: the error names its line, and nothing is written
     lines = [i for i, r in enumerate(records, start=1) if r["type"] == "chunk"]
     bad = [dict(r) for r in records]
@@ -200,10 +206,58 @@ def test_durability_sets_every_connection(tmp_path: Path, setting: str, pragma: 
     try:
         store.stats()
         list(store.export_records())
-        with store._connections_lock:
-            connections = list(store._connections)
+        with store.db._connections_lock:
+            connections = list(store.db._connections)
         assert connections
         for conn in connections:
             assert conn.execute("PRAGMA synchronous").fetchone()[0] == pragma
     finally:
         store.close()
+
+
+def test_a_sqlite_brain_keeps_its_dense_index_in_process_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building or dropping a database-side dense index is a capability SQLite lacks: the
+    command says so in one line and exits 1; its status names the in-process index."""
+    backend = storage.open(tmp_path / "b.db")
+    assert not isinstance(backend, DenseIndexAdmin)
+    backend.close()
+    monkeypatch.setenv("BRAIN_EMBEDDER", "hashing")
+    db = ["--db", str(tmp_path / "b.db"), "dense-index"]
+    for command in ("build", "drop"):
+        result = CliRunner().invoke(cli, [*db, command])
+        assert result.exit_code == 1, result.output
+        assert result.output.splitlines() == [f"error: {IN_PROCESS}"]
+    status = CliRunner().invoke(cli, [*db, "status", "--json"])
+    assert status.exit_code == 0
+    assert json.loads(status.output) == {
+        "model": "hashing-256",
+        "kind": "in-process",
+        "built": False,
+        "searching": "in-process",
+    }
+
+
+def open_url(url: str, lexical: LexicalConfig, config: StorageConfig, *, create: bool) -> Backend:
+    """A backend registered by this test module: `nbtest://PATH` is the SQLite file PATH."""
+    from nexusbrain.storage import sqlite as sqlite_backend
+
+    return sqlite_backend.open_url(url.removeprefix("nbtest://"), lexical, config, create=create)
+
+
+def test_a_backend_registers_its_scheme_and_unknown_schemes_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage, "_BACKENDS", dict(storage._BACKENDS))
+    storage.register("NBTest", __name__)
+    backend = storage.open(f"nbtest://{tmp_path / 'b.db'}")
+    try:
+        assert backend.describe() == str(tmp_path / "b.db")
+    finally:
+        backend.close()
+    for url, scheme in [("mysql://h/d", "mysql"), ("sqlite://b.db", "sqlite")]:
+        with pytest.raises(ConfigError, match=f"unknown database URL scheme '{scheme}'"):
+            storage.open(url)
+    with pytest.raises(NotFound, match="the file does not exist"):
+        storage.open(f"sqlite:///{tmp_path / 'none.db'}", create=False)

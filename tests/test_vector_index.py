@@ -18,15 +18,8 @@ from nexusbrain.embeddings import load_embedder
 from nexusbrain.records import MarkdownNote, Scored
 from nexusbrain.storage.sqlite import index_cache_path
 from nexusbrain.storage.sqlite.store import SQLiteStore
-from nexusbrain.storage.vector_index import (
-    IndexConfig,
-    VectorIndex,
-    _Rows,
-    _single,
-    _smallest,
-    _Space,
-    _squares_and_codes,
-)
+from nexusbrain.storage.vector_index import IndexConfig, VectorIndex, _smallest
+from nexusbrain.storage.vector_rows import Rows, Space, single, squares_and_codes
 
 EMBEDDER = load_embedder(Profile.HASHING)
 assert EMBEDDER is not None
@@ -179,7 +172,7 @@ def test_every_finite_float16_value_is_converted_as_numpy_converts_it() -> None:
     every = np.arange(2**16, dtype=np.uint16).view(np.float16)
     finite = every[np.isfinite(every)]  # subnormals, both zeros and both signs among them
     assert len(finite) == 2**16 - 2 * 1024
-    got, want = _single(finite.reshape(-1, 8)), finite.astype(np.float32).reshape(-1, 8)
+    got, want = single(finite.reshape(-1, 8)), finite.astype(np.float32).reshape(-1, 8)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))  # -0.0 too
 
 
@@ -195,13 +188,13 @@ def test_the_live_rows_of_chunk_ids_are_those_a_scan_finds(
     """Binary search where the ids ascend, a scan where they do not (an id used again after
     its row died): the same positions either way."""
     dim = 8
-    space = _Space(centring=True, prior=100, reference=np.zeros(dim, np.float32))
+    space = Space(centring=True, prior=100, reference=np.zeros(dim, np.float32))
     half = np.random.default_rng(len(ids)).standard_normal((len(ids), dim)).astype(np.float16)
-    rows = _Rows.of(
+    rows = Rows.of(
         np.array(ids, np.int64),
         np.zeros(len(ids), np.int64),
         half,
-        *_squares_and_codes(half, space.reference),
+        *squares_and_codes(half, space.reference),
         space,
         0,
     )

@@ -59,7 +59,7 @@ def test_the_store_names_a_lock_it_waited_out_as_busy(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     store = SQLiteStore(db, StorageConfig(busy_timeout_ms=20))
     busy = pytest.raises(Busy, match="another writer held the database")
-    with another_writer(db), busy, store.transaction():
+    with another_writer(db), busy, store.db.write():
         pass
     store.close()
     assert status_of(Busy("the database is busy")) == 503

@@ -178,18 +178,18 @@ class Brains:
     def url(self, name: str) -> str:
         if self.server is None:
             return str(self.work / f"{name}.db")
-        from nexusbrain import storage
+        from nexusbrain.storage import postgres
 
-        url = storage.scratch_url(self.server, f"bench_{self.tag}_{name}")
-        storage.drop(url)  # left by a bench that was killed
+        url = postgres.scratch_url(self.server, f"bench_{self.tag}_{name}")
+        postgres.drop(url)  # left by a bench that was killed
         self.made.append(url)
         return url
 
     def drop(self) -> None:
-        from nexusbrain import storage
+        from nexusbrain.storage import postgres
 
         for url in self.made:
-            storage.drop(url)
+            postgres.drop(url)
 
 
 def _http_ingest(

@@ -18,7 +18,13 @@ from nexusbrain.embeddings.profiles import centred
 from nexusbrain.errors import Conflict, InvalidInput
 from nexusbrain.records import ImportResult, Progress
 from nexusbrain.storage import open as open_backend
-from nexusbrain.storage.base import Backend, DenseIndex
+from nexusbrain.storage.base import (
+    Backend,
+    DenseIndex,
+    DenseIndexAdmin,
+    dense_admin,
+    in_process_status,
+)
 from nexusbrain.storage.vector_index import VectorIndex
 
 
@@ -68,7 +74,7 @@ class Admin:
         the background leaves them to its thread).
 
         Into an empty brain the records keep their ids; into one with data they are merged
-        (storage/exchange.py): documents by path, the newer version current and the older kept
+        (storage/merge.py): documents by path, the newer version current and the older kept
         as revisions, facts by lineage. Raises InvalidInput, naming the record, for a malformed
         one, and Conflict, listing each, where records contradict what is stored; nothing is
         then stored."""
@@ -125,7 +131,10 @@ class Admin:
         """Which dense index this brain's model has in the database, if any, and what this
         process searches with (`searching`: set when it opened)."""
         embedder = self._require_embedder()
-        value = self._backend.dense_status(embedder.model_id)
+        if isinstance(self._backend, DenseIndexAdmin):
+            value = self._backend.dense_status(embedder.model_id)
+        else:
+            value = in_process_status(embedder.model_id)
         return {**value, "searching": _index_kind(self._index)}
 
     def build_dense_index(
@@ -139,7 +148,7 @@ class Admin:
         """Build (or build again) the database-side ANN index of this brain's model
         (PostgreSQL: pgvector HNSW). Replicas opened after it use it."""
         embedder = self._require_embedder()
-        return self._backend.build_dense(
+        return dense_admin(self._backend).build_dense(
             embedder.model_id,
             embedder.dim,
             centre=centred(self._settings.embedder),
@@ -150,7 +159,7 @@ class Admin:
         )
 
     def drop_dense_index(self) -> dict[str, Any]:
-        return self._backend.drop_dense(self._require_embedder().model_id)
+        return dense_admin(self._backend).drop_dense(self._require_embedder().model_id)
 
     def _require_embedder(self) -> Embedder:
         if self._embedder is None:

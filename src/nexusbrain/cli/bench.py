@@ -70,9 +70,9 @@ def parse_counts(text: str, option: str) -> tuple[int, ...]:
 
 
 def _server_db(url: str | None) -> str | None:
-    from nexusbrain import storage
+    from nexusbrain.storage.postgres import is_postgres
 
-    if url is not None and not storage.is_server_url(url):
+    if url is not None and not is_postgres(url):
         raise InvalidInput(f"--db {url!r} must be a postgresql:// URL (SQLite needs no --db)")
     return url
 

@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from nexusbrain import storage
 from nexusbrain.cli.eval_render import finish
 from nexusbrain.cli.eval_targets import BrainTarget, HttpTarget, open_brain, scratch_factory
 from nexusbrain.cli.render import Bars
@@ -31,6 +30,7 @@ from nexusbrain.evals.runs import commit
 from nexusbrain.evals.scaffold import live_documents, scaffold
 from nexusbrain.evals.targets import SearchRequest, SearchTarget
 from nexusbrain.records import SearchMode
+from nexusbrain.storage.postgres import is_postgres
 
 F = TypeVar("F", bound=Callable[..., Any])
 JUDGED_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10")
@@ -161,7 +161,7 @@ def _scratch_option(func: F) -> F:
 
 
 def _server_url(value: str | None) -> str | None:
-    if value is not None and not storage.is_server_url(value):
+    if value is not None and not is_postgres(value):
         raise InvalidInput(f"--db {value!r} must be a postgresql:// URL for scratch brains")
     return value
 

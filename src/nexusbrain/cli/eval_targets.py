@@ -17,7 +17,6 @@ from typing import Any
 
 import orjson
 
-from nexusbrain import storage
 from nexusbrain.brain import Brain
 from nexusbrain.config import CaptureConfig, Profile, Settings
 from nexusbrain.environment import api_token
@@ -28,6 +27,7 @@ from nexusbrain.ingest.conversation import Session
 from nexusbrain.records import Hit, SearchFilters, SearchMode
 from nexusbrain.retrieval.confidence import band, band_of
 from nexusbrain.retrieval.modes import preset
+from nexusbrain.storage import postgres
 
 
 def open_brain(db: str | Path | None, *, lexical_only: bool = False) -> Brain:
@@ -154,14 +154,14 @@ def scratch_factory(
         with tempfile.TemporaryDirectory(prefix="nexusbrain-eval-") as folder:
             db = str(Path(folder) / "scratch.db")
             if server is not None:
-                db = storage.scratch_url(server, f"eval_{secrets.token_hex(4)}")
+                db = postgres.scratch_url(server, f"eval_{secrets.token_hex(4)}")
             brain = open_brain(db, lexical_only=lexical_only)
             try:
                 yield target(brain, lexical_only=lexical_only, label="scratch")
             finally:
                 brain.close()
                 if server is not None:
-                    storage.drop(db)
+                    postgres.drop(db)
 
     return scratch
 

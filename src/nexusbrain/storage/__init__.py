@@ -1,19 +1,44 @@
 """Storage: the one layer that talks to a database. `open(url)` builds a backend's parts
-(storage/base.py); SQLite is the default, and needs no server; `postgresql://` URLs open the
-PostgreSQL backend (the `postgres` extra)."""
+(storage/base.py), by the URL's scheme: a path or `sqlite:///path` opens SQLite, the default,
+which needs no server; `postgresql://` the PostgreSQL backend (the `postgres` extra).
+
+Each scheme names the module of its backend (`register`), imported only when a URL of it is
+opened, so that a backend's driver loads only for the brains that use it. The module's
+`open_url(url, lexical, config, *, create)` builds the backend."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import Protocol
 
 from nexusbrain.config import LexicalConfig, StorageConfig
-from nexusbrain.errors import ConfigError, MissingExtra, NotFound
+from nexusbrain.errors import ConfigError
 from nexusbrain.storage.base import Backend
 
-__all__ = ["Backend", "open"]
+__all__ = ["Backend", "open", "register"]
 
-SQLITE_PREFIX = "sqlite:///"
-POSTGRES_SCHEMES = ("postgresql", "postgres")
+_BACKENDS: dict[str, str] = {}  # URL scheme -> the backend's module
+
+
+class Opener(Protocol):
+    """The `open_url` of a backend's module. Raises NotFound for a missing database when
+    `create` is false, MissingExtra without the backend's driver, and StorageError when the
+    database cannot be opened."""
+
+    def __call__(
+        self, url: str, lexical: LexicalConfig, config: StorageConfig, *, create: bool
+    ) -> Backend: ...
+
+
+def register(scheme: str, module: str) -> None:
+    """Open URLs of `scheme` (`scheme://…`, any case) with the backend in `module`."""
+    _BACKENDS[scheme.lower()] = module
+
+
+register("sqlite", "nexusbrain.storage.sqlite")  # also every URL without a scheme: a path
+register("postgresql", "nexusbrain.storage.postgres")
+register("postgres", "nexusbrain.storage.postgres")
 
 
 def open(
@@ -26,64 +51,19 @@ def open(
     """The backend at `url`: a file path or `sqlite:///path` (SQLite), or a
     `postgresql://…?schema=NAME` URL (PostgreSQL), made if it does not exist and `create` is
     true. Raises ConfigError for a URL it does not know, NotFound for a missing database not
-    to be created, MissingExtra without the postgres extra, StorageError when the database
+    to be created, MissingExtra without a backend's extra, StorageError when the database
     cannot be opened."""
     text = str(url)
-    if "://" not in text:
-        return _sqlite(Path(text), lexical, config, create)
-    if text.startswith(SQLITE_PREFIX):
-        return _sqlite(Path(text.removeprefix(SQLITE_PREFIX)), lexical, config, create)
-    scheme = text.split("://", 1)[0]
-    if scheme.lower() in POSTGRES_SCHEMES:
-        return _postgres(text, lexical, config, create)
-    raise ConfigError(
+    scheme = text.split("://", 1)[0] if "://" in text else "sqlite"
+    module = _BACKENDS.get(scheme.lower())
+    if module is None:
+        raise unknown_scheme(scheme)
+    opener: Opener = importlib.import_module(module).open_url
+    return opener(text, lexical or LexicalConfig(), config or StorageConfig(), create=create)
+
+
+def unknown_scheme(scheme: str) -> ConfigError:
+    return ConfigError(
         f"unknown database URL scheme {scheme!r}: give a file path, sqlite:///path or"
         " postgresql://user@host/database?schema=brain"
     )
-
-
-def _sqlite(
-    path: Path, lexical: LexicalConfig | None, config: StorageConfig | None, create: bool
-) -> Backend:
-    from nexusbrain.storage.sqlite import SQLiteBackend
-
-    path = path.expanduser()
-    if not create and not path.exists():
-        raise NotFound(f"no brain at {path}: the file does not exist")
-    return SQLiteBackend(path, lexical or LexicalConfig(), config or StorageConfig())
-
-
-def _postgres(
-    url: str, lexical: LexicalConfig | None, config: StorageConfig | None, create: bool
-) -> Backend:
-    try:
-        import psycopg  # noqa: F401
-        import psycopg_pool  # noqa: F401
-    except ImportError:
-        raise MissingExtra("postgres", "psycopg[binary,pool]") from None
-    from nexusbrain.storage.postgres import PostgresBackend, parse_url
-
-    return PostgresBackend(
-        parse_url(url), lexical or LexicalConfig(), config or StorageConfig(), create=create
-    )
-
-
-def is_server_url(url: str | Path) -> bool:
-    """Whether `url` names a brain on a database server (PostgreSQL) rather than a file."""
-    return str(url).split("://", 1)[0].lower() in POSTGRES_SCHEMES if "://" in str(url) else False
-
-
-def scratch_url(base: str, name: str) -> str:
-    """The URL of a scratch brain beside the server brain at `base`: the same database, the
-    schema `<base's schema>_<name>` (`name`: lower-case letters, digits, underscores)."""
-    from nexusbrain.storage.postgres.url import with_schema
-
-    return with_schema(base, name)
-
-
-def drop(url: str) -> None:
-    """Remove the server brain at `url` (its schema, and everything in it): for scratch
-    brains that the bench and the evaluations make."""
-    from nexusbrain.storage.postgres import drop_brain, parse_url
-
-    drop_brain(parse_url(url))

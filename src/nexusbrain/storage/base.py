@@ -7,10 +7,11 @@ brain depend on these, never on an engine; `storage.open(url)` builds one backen
     ├── graph      GraphStore      entities and bitemporal relationships (graph_base.py)
     ├── lexical    LexicalIndex    BM25 over the chunks' text, heading path and context
     ├── dense_index(model, dim)    a DenseIndex over one model's vectors
-    ├── build_dense / drop_dense   a database-side ANN index (PostgreSQL: pgvector HNSW)
     └── unit_of_work()             one transaction for a document write and its note edges
 
-Every write method is one transaction; `unit_of_work` puts several in one.
+Every write method is one transaction; `unit_of_work` puts several in one. A backend may also
+keep a dense index in the database (`DenseIndexAdmin`: PostgreSQL's pgvector HNSW); the brain
+checks for it.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from nexusbrain.errors import InvalidInput
 from nexusbrain.records import (
     Capture,
     Chunk,
@@ -173,7 +175,7 @@ class DocumentStore(DocumentWrites, Protocol):
         self, records: Iterable[Mapping[str, Any]], functional: frozenset[str] = frozenset()
     ) -> ImportResult:
         """Restore exported records into an empty brain, or merge them into one with data
-        (storage/exchange.py; `functional` names the graph's one-value-at-a-time types), in
+        (storage/merge.py; `functional` names the graph's one-value-at-a-time types), in
         one transaction. Raises InvalidInput for a bad record and Conflict when the import
         cannot be merged, listing what conflicts; nothing is then written."""
         ...
@@ -278,30 +280,6 @@ class Backend(Protocol):
         depends on the model alone (embeddings/reference.py), for an index that needs one."""
         ...
 
-    def dense_status(self, model: str) -> dict[str, Any]:
-        """Which dense index a replica opened now would use for the model, and its state."""
-        ...
-
-    def build_dense(
-        self,
-        model: str,
-        dim: int,
-        *,
-        centre: bool,
-        m: int,
-        ef_construction: int,
-        memory: str,
-        progress: Callable[[str], None] | None = None,
-    ) -> dict[str, Any]:
-        """Build (or build again) a database-side ANN index for the model, with `memory`
-        for the build (e.g. 512MB): InvalidInput where the backend keeps its dense index in
-        process only."""
-        ...
-
-    def drop_dense(self, model: str) -> dict[str, Any]:
-        """Drop the model's database-side ANN index (NotFound if there is none)."""
-        ...
-
     def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
         """One write transaction, committed when the block ends without an error."""
         ...
@@ -321,3 +299,52 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class DenseIndexAdmin(Protocol):
+    """A backend that can also keep a dense index in the database (PostgreSQL: pgvector
+    HNSW), for a brain past what every replica should hold in memory: `dense_index` then
+    opens it. A backend without one keeps its dense index in process only."""
+
+    def dense_status(self, model: str) -> dict[str, Any]:
+        """Which dense index a replica opened now would use for the model, and its state."""
+        ...
+
+    def build_dense(
+        self,
+        model: str,
+        dim: int,
+        *,
+        centre: bool,
+        m: int,
+        ef_construction: int,
+        memory: str,
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Build (or build again) the model's index in the database, with `memory` for the
+        build (e.g. 512MB)."""
+        ...
+
+    def drop_dense(self, model: str) -> dict[str, Any]:
+        """Drop the model's index in the database (NotFound if there is none)."""
+        ...
+
+
+# what `dense-index build` and `drop` say on a backend without the capability (SQLite is the one)
+IN_PROCESS = (
+    "a database-side dense index (pgvector HNSW) is for PostgreSQL brains: a SQLite brain's"
+    " dense index is in process (exact up to 20,000 vectors, quantized past that)"
+)
+
+
+def dense_admin(backend: Backend) -> DenseIndexAdmin:
+    """The backend, if it keeps a dense index in the database; InvalidInput otherwise."""
+    if not isinstance(backend, DenseIndexAdmin):
+        raise InvalidInput(IN_PROCESS)
+    return backend
+
+
+def in_process_status(model: str) -> dict[str, Any]:
+    """`dense_status` of a backend whose dense index is in process only."""
+    return {"model": model, "kind": "in-process", "built": False}

@@ -93,10 +93,6 @@ class PostingsRead(Protocol):
         ...
 
 
-class PostingsSource(Protocol):
-    def read(self) -> AbstractContextManager[PostingsRead]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class _Rows:
     """Every chunk's length in tokens and its document, by chunk id (0 where no chunk is)."""
@@ -135,13 +131,13 @@ class _Query:
 
 
 class PostingScorer:
-    """BM25 over one backend's postings. Row lengths are kept in one array by chunk id,
-    brought up to date from the change log; scored postings are cached by (change, token)
-    within a byte budget, least recently used out first. Any write moves the change on, so
-    nothing stale is read. Shared by every thread of a backend."""
+    """A `LexicalIndex` by BM25 over one backend's postings: the backend's index, a subclass,
+    reads them (`read`) and says what its failures mean (`_failing`). Row lengths are kept in
+    one array by chunk id, brought up to date from the change log; scored postings are cached
+    by (change, token) within a byte budget, least recently used out first. Any write moves
+    the change on, so nothing stale is read. Shared by every thread of a backend."""
 
-    def __init__(self, source: PostingsSource, config: LexicalConfig) -> None:
-        self.source = source
+    def __init__(self, config: LexicalConfig) -> None:
         self.config = config
         self._weights = np.array(config.weights, np.float64)
         self._lock = threading.Lock()
@@ -151,6 +147,15 @@ class PostingScorer:
         self._cache_seq = -1
         self._cache_used = 0
         self._cache_budget = config.postings_cache_mb << 20
+
+    def read(self) -> AbstractContextManager[PostingsRead]:
+        """One consistent read of the postings."""
+        raise NotImplementedError
+
+    def _failing(self, terms: Sequence[str], what: str) -> AbstractContextManager[object]:
+        """A block in which the backend's errors become storage errors naming the lexical
+        `what` ("search", "scoring") that failed for these words."""
+        raise NotImplementedError
 
     def search(
         self,
@@ -162,23 +167,26 @@ class PostingScorer:
     ) -> LexicalHits:
         """The top k chunks (or documents' best chunks) for these query words, best first;
         equal scores go to the lower chunk id."""
-        counts = query_tokens(terms)
-        if not counts or k <= 0:
-            return LexicalHits([])
-        with self.source.read() as read:
-            query, lists, weights = self._weighted(read, terms)
-            rarest = idf(query.n_rows, 0)
-            if not lists:
-                return LexicalHits([], weights, rarest)
-            rows, scores = _summed(lists)
-            if not filters.is_empty():
-                keep = np.isin(rows, read.matching(filters))
-                rows, scores = rows[keep], scores[keep]
-            if best_per_document:
-                return LexicalHits(_best_documents(query.rows, rows, scores, k), weights, rarest)
-            top = _top(rows, scores, k)
-            found = [Scored(int(r), float(s)) for r, s in zip(top[0], top[1], strict=True)]
-            return LexicalHits(found, weights, rarest)
+        with self._failing(terms, "search"):
+            counts = query_tokens(terms)
+            if not counts or k <= 0:
+                return LexicalHits([])
+            with self.read() as read:
+                query, lists, weights = self._weighted(read, terms)
+                rarest = idf(query.n_rows, 0)
+                if not lists:
+                    return LexicalHits([], weights, rarest)
+                rows, scores = _summed(lists)
+                if not filters.is_empty():
+                    keep = np.isin(rows, read.matching(filters))
+                    rows, scores = rows[keep], scores[keep]
+                if best_per_document:
+                    return LexicalHits(
+                        _best_documents(query.rows, rows, scores, k), weights, rarest
+                    )
+                top = _top(rows, scores, k)
+                found = [Scored(int(r), float(s)) for r, s in zip(top[0], top[1], strict=True)]
+                return LexicalHits(found, weights, rarest)
 
     def scores(
         self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
@@ -187,20 +195,21 @@ class PostingScorer:
         holds none of them), or with `per_document`, of the best chunk of each of their
         documents, keyed by document id. Ids past every chunk the index has seen are left out.
         Cheap next to `search`: the postings of the query's tokens are cached by then."""
-        if not chunk_ids:
-            return {}
-        with self.source.read() as read:
-            query, lists, _ = self._weighted(read, terms)
-            wanted = distinct(np.fromiter(chunk_ids, np.int64, len(chunk_ids)))
-            wanted = wanted[(wanted > 0) & (wanted < len(query.rows.sizes))]
-            if per_document:
-                return _document_scores(query.rows, lists, wanted)
-            summed = np.zeros(len(wanted), np.float64)
-            for rows, share in lists:
-                at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
-                held = rows[at] == wanted
-                summed[held] += share[at[held]]
-            return dict(zip(wanted.tolist(), summed.tolist(), strict=True))
+        with self._failing(terms, "scoring"):
+            if not chunk_ids:
+                return {}
+            with self.read() as read:
+                query, lists, _ = self._weighted(read, terms)
+                wanted = distinct(np.fromiter(chunk_ids, np.int64, len(chunk_ids)))
+                wanted = wanted[(wanted > 0) & (wanted < len(query.rows.sizes))]
+                if per_document:
+                    return _document_scores(query.rows, lists, wanted)
+                summed = np.zeros(len(wanted), np.float64)
+                for rows, share in lists:
+                    at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
+                    held = rows[at] == wanted
+                    summed[held] += share[at[held]]
+                return dict(zip(wanted.tolist(), summed.tolist(), strict=True))
 
     def _weighted(
         self, read: PostingsRead, terms: Sequence[str]

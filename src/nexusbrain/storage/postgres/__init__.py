@@ -1,145 +1,53 @@
 """The PostgreSQL backend: one schema of one database holds a brain, any number of replicas
 (`nexusbrain serve` processes) share it, and each keeps only caches that follow the change log.
 Needs PostgreSQL 15+ with pgvector 0.7+ (`pip install 'nexusbrain[postgres]'`); the design,
-with measurements, is docs/design/postgres.md."""
+with measurements, is docs/design/postgres.md.
+
+This module loads no driver: `storage.open` calls `open_url` for a postgresql:// URL, and the
+bench and the evaluations make their scratch brains with `scratch_url` and `drop`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
-
-import numpy as np
-import orjson
-from numpy.typing import NDArray
-from psycopg import sql
+from typing import TYPE_CHECKING
 
 from nexusbrain.config import LexicalConfig, StorageConfig
-from nexusbrain.errors import NotFound
-from nexusbrain.storage.base import DenseIndex, Vector
-from nexusbrain.storage.postgres import hnsw
-from nexusbrain.storage.postgres.compaction import Compactor
-from nexusbrain.storage.postgres.database import Database, connect, ensure_vector
-from nexusbrain.storage.postgres.graph import PostgresGraphStore
-from nexusbrain.storage.postgres.lexical import PostgresLexicalIndex
-from nexusbrain.storage.postgres.migrations import holds_brain, migrate
-from nexusbrain.storage.postgres.store import PostgresStore
-from nexusbrain.storage.postgres.url import PostgresUrl, parse_url
-from nexusbrain.storage.postgres.writes import PostgresWork
-from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
+from nexusbrain.errors import MissingExtra
+from nexusbrain.storage.postgres.url import is_postgres, parse_url, with_schema
 
-__all__ = ["PostgresBackend", "drop_brain", "parse_url"]
+if TYPE_CHECKING:
+    from nexusbrain.storage.postgres.backend import PostgresBackend
+
+__all__ = ["drop", "is_postgres", "open_url", "scratch_url"]
 
 
-class PostgresBackend:
-    """A `Backend` over one schema of a PostgreSQL database."""
+def open_url(
+    url: str, lexical: LexicalConfig, config: StorageConfig, *, create: bool
+) -> PostgresBackend:
+    """The brain at a postgresql:// URL (`storage.open`'s opener for the scheme)."""
+    _require_driver()
+    from nexusbrain.storage.postgres.backend import PostgresBackend
 
-    def __init__(
-        self,
-        url: PostgresUrl,
-        lexical: LexicalConfig,
-        config: StorageConfig,
-        *,
-        create: bool = True,
-    ) -> None:
-        self.url = url
-        with connect(url) as conn:
-            if not create and not holds_brain(conn, url.schema):
-                raise NotFound(
-                    f"no brain at {url.shown}: schema {url.schema!r} holds none (a command"
-                    " that stores, such as add or ingest-dir, makes one)"
-                )
-            vector = ensure_vector(conn, url)
-            migrate(conn, url.schema, vector[1])
-        self.db = Database(url, config, vector)
-        self.store = PostgresStore(self.db)
-        self._graph = PostgresGraphStore(self.db)
-        self._lexical = PostgresLexicalIndex(self.db, lexical)
-        self.compactor = Compactor(self.db, self._lexical.live)
-        self.compactor.start()
-
-    @property
-    def documents(self) -> PostgresStore:
-        return self.store
-
-    @property
-    def graph(self) -> PostgresGraphStore:
-        return self._graph
-
-    @property
-    def lexical(self) -> PostgresLexicalIndex:
-        return self._lexical
-
-    def dense_index(
-        self, model: str, dim: int, *, centre: bool, reference: Vector | None = None
-    ) -> DenseIndex:
-        """pgvector's HNSW index once one is built for the model (`dense-index build`),
-        else the in-process index that every replica keeps."""
-        if hnsw.valid_index(self.db, model, dim):
-            return hnsw.PgvectorIndex(self.db, model, dim)
-        config = IndexConfig(centre=centre)
-        return VectorIndex(self.store, model, dim, config=config, reference=reference)
-
-    def dense_status(self, model: str) -> dict[str, Any]:
-        return hnsw.status(self.db, model).as_json()
-
-    def build_dense(
-        self,
-        model: str,
-        dim: int,
-        *,
-        centre: bool,
-        m: int,
-        ef_construction: int,
-        memory: str,
-        progress: Callable[[str], None] | None = None,
-    ) -> dict[str, Any]:
-        def live_rows() -> NDArray[np.float16]:
-            return self.store.load_vectors(model, dim)[2].astype(np.float16)
-
-        config = IndexConfig(centre=centre)
-        built = hnsw.build(
-            self.db,
-            live_rows,
-            model,
-            dim,
-            config,
-            m=m,
-            ef_construction=ef_construction,
-            memory=memory,
-            progress=progress,
-        )
-        return built.as_json()
-
-    def drop_dense(self, model: str) -> dict[str, Any]:
-        return hnsw.drop(self.db, model).as_json()
-
-    @contextmanager
-    def unit_of_work(self) -> Iterator[PostgresWork]:
-        with self.store.unit_of_work() as work:
-            yield work
-
-    def describe(self) -> str:
-        shown = self.url.shown
-        return shown if "schema=" in shown else f"{shown} (schema {self.url.schema})"
-
-    def ping(self) -> None:
-        self.db.ping()
-
-    def backup(self, target: Path) -> None:
-        """The brain's export (JSON lines, one snapshot) in `target`: `nexusbrain import`
-        restores it into any backend. (A copy of the whole database is pg_dump's job.)"""
-        with target.open("xb") as out:
-            for record in self.store.export_records():
-                out.write(orjson.dumps(record) + b"\n")
-
-    def close(self) -> None:
-        self.compactor.close()
-        self.db.close()
+    return PostgresBackend(parse_url(url), lexical, config, create=create)
 
 
-def drop_brain(url: PostgresUrl) -> None:
-    """DROP SCHEMA ... CASCADE of the brain's schema (the caller closed its backends)."""
-    with connect(url) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(url.schema)))
+def scratch_url(base: str, name: str) -> str:
+    """The URL of a scratch brain beside the brain at `base`: the same database, the schema
+    `<base's schema>_<name>` (`name`: lower-case letters, digits, underscores)."""
+    return with_schema(base, name)
+
+
+def drop(url: str) -> None:
+    """Remove the brain at `url` (its schema, and everything in it): for scratch brains that
+    the bench and the evaluations make (the caller has closed its backends)."""
+    _require_driver()
+    from nexusbrain.storage.postgres.backend import drop_brain
+
+    drop_brain(parse_url(url))
+
+
+def _require_driver() -> None:
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        raise MissingExtra("postgres", "psycopg[binary,pool]") from None

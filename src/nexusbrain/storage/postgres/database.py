@@ -34,6 +34,7 @@ from nexusbrain.errors import (
     StorageError,
     Unavailable,
 )
+from nexusbrain.storage.postgres.dialect import POSTGRES, PostgresDialect
 from nexusbrain.storage.postgres.url import PostgresUrl
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,10 @@ class Database:
         )
         self.pool.open(wait=False)
         self._healthy = True
+
+    @property
+    def dialect(self) -> PostgresDialect:
+        return POSTGRES
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(self._search_path)
@@ -206,6 +211,13 @@ class Database:
             finally:
                 self._local.conn, self._local.writing = None, False
                 self._local.begun = self._local.locked = False
+
+    @contextmanager
+    def own_write(self, what: str) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction of its own that takes no write lock (a capture, a note of vector
+        coverage): writers of the brain's content do not wait for it, nor it for them."""
+        with self.read(what) as conn, conn.transaction():
+            yield conn
 
     def begin(self, conn: psycopg.Connection[Any], *, lock: bool = True) -> None:
         """Begin this thread's write transaction unless it has begun, and take the brain's

@@ -45,7 +45,8 @@ from nexusbrain.errors import Busy, InvalidInput, NotFound
 from nexusbrain.records import Scored, SearchFilters
 from nexusbrain.storage.postgres import copyout
 from nexusbrain.storage.postgres.database import Database
-from nexusbrain.storage.postgres.filters import filter_sql
+from nexusbrain.storage.postgres.dialect import POSTGRES
+from nexusbrain.storage.sql.filters import filter_sql
 from nexusbrain.storage.vector_index import IndexConfig, centre_of
 
 log = logging.getLogger(__name__)
@@ -413,7 +414,7 @@ class PgvectorIndex:
     ) -> list[Scored]:
         if k <= 0:
             return []
-        where, params = filter_sql(filters) if filters is not None else ("", [])
+        where, params = filter_sql(filters, POSTGRES) if filters is not None else ("", [])
         limit = max(self.ef_search, 4 * k if best_per_document else k)
         expression = sql.SQL("v.centred::halfvec({})").format(sql.Literal(self.dim)).as_string()
         text = (

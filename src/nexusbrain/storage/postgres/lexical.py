@@ -23,48 +23,31 @@ from numpy.typing import NDArray
 from nexusbrain.config import LexicalConfig
 from nexusbrain.records import SearchFilters
 from nexusbrain.storage.analyzer import query_tokens
-from nexusbrain.storage.base import LexicalHits
 from nexusbrain.storage.bm25 import Ids, PostingScorer
 from nexusbrain.storage.postgres import copyout
 from nexusbrain.storage.postgres.database import Database
-from nexusbrain.storage.postgres.filters import filter_sql
+from nexusbrain.storage.postgres.dialect import POSTGRES
 from nexusbrain.storage.postgres.postings import COLUMNS, LivePids, private_map, unpacked
+from nexusbrain.storage.sql.filters import chunk_ids
 
 _HEAD = "SELECT seq, chunks, tokens FROM change_head"
 
 
-class PostgresLexicalIndex:
+class PostgresLexicalIndex(PostingScorer):
     """A `LexicalIndex` over one brain's postings. Thread-safe."""
 
     def __init__(self, db: Database, config: LexicalConfig) -> None:
+        super().__init__(config)
         self.db = db
-        self.config = config
         self.live = LivePids()
-        self._scorer = PostingScorer(self, config)
         self._local = threading.local()  # the tokens the search on this thread will read
 
-    def search(
-        self,
-        terms: Sequence[str],
-        k: int,
-        filters: SearchFilters,
-        *,
-        best_per_document: bool = False,
-    ) -> LexicalHits:
+    @contextmanager
+    def _failing(self, terms: Sequence[str], what: str) -> Iterator[None]:
         self._local.tokens = list(query_tokens(terms))
         try:
-            with self.db.errors(f"lexical search failed for {list(terms)[:20]!r}"):
-                return self._scorer.search(terms, k, filters, best_per_document=best_per_document)
-        finally:
-            self._local.tokens = []
-
-    def scores(
-        self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
-    ) -> dict[int, float]:
-        self._local.tokens = list(query_tokens(terms))
-        try:
-            with self.db.errors(f"lexical scoring failed for {list(terms)[:20]!r}"):
-                return self._scorer.scores(terms, chunk_ids, per_document=per_document)
+            with self.db.errors(f"lexical {what} failed for {list(terms)[:20]!r}"):
+                yield
         finally:
             self._local.tokens = []
 
@@ -94,7 +77,7 @@ class PostgresLexicalIndex:
         """The snapshot's start, its head, the new changes and the uncached tokens' postings,
         in one round trip."""
         known = self.live.seq
-        cached_seq, cached = self._scorer.cached()
+        cached_seq, cached = self.cached()
         if cached_seq != known:  # a change since: the cache will not serve this read
             cached = frozenset()
         wanted = [t for t in getattr(self._local, "tokens", []) if t not in cached]
@@ -173,13 +156,8 @@ class _Read:
         return _ascending(ids[live], tf[live])
 
     def matching(self, filters: SearchFilters) -> Ids:
-        where, params = filter_sql(filters)
-        rows = self.conn.execute(
-            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
-            + (f" WHERE {where}" if where else ""),
-            params,
-        ).fetchall()
-        return np.fromiter((r[0] for r in rows), np.int64, len(rows))
+        found = chunk_ids(self.conn, filters, POSTGRES)
+        return np.fromiter(found, np.int64, len(found))
 
 
 class _WriteRead(_Read):

@@ -31,7 +31,9 @@ from nexusbrain.storage.postgres.chunks import (
     put_vectors,
     stage_chunks,
 )
-from nexusbrain.storage.postgres.graph import GraphWrites
+from nexusbrain.storage.postgres.dialect import POSTGRES
+from nexusbrain.storage.sql.documents import edges_revision, retire
+from nexusbrain.storage.sql.graph import GraphWrites
 
 Conn = psycopg.Connection[Any]
 _NEW_DOCUMENTS = (
@@ -93,7 +95,7 @@ class PostgresWork:
     @property
     def graph(self) -> GraphWrites:
         if self._graph is None:
-            self._graph = GraphWrites(self.conn)
+            self._graph = GraphWrites(self.conn, POSTGRES)
         return self._graph
 
     def finish(self) -> None:
@@ -226,30 +228,18 @@ class PostgresWork:
         )
 
     def retire_documents(self, document_ids: Sequence[int], now: datetime) -> int:
-        retired = 0
-        for document_id in document_ids:
-            row = self.conn.execute(
-                "SELECT revision, title FROM documents WHERE id = %s AND deleted_at IS NULL",
-                (document_id,),
-            ).fetchone()
-            if row is None:
-                continue
-            delete_chunks(self.conn, document_id, self.log)
-            self.conn.execute(
-                "UPDATE documents SET deleted_at = %s WHERE id = %s", (now, document_id)
-            )
-            self.conn.execute(
-                "INSERT INTO document_revisions (document_id, revision, title, event,"
-                " recorded_at) VALUES (%s, %s, %s, 'retired', %s)",
-                (document_id, row[0], row[1], now),
-            )
-            retired += 1
-        return retired
+        return retire(
+            self.conn,
+            POSTGRES,
+            document_ids,
+            now,
+            lambda doc: delete_chunks(self.conn, doc, self.log),
+        )
 
     def edges_revision(self, document_id: int) -> str | None:
         if document_id in self._synced:
             return self._synced[document_id]
-        return edges_revision(self.conn, document_id)
+        return edges_revision(self.conn, POSTGRES, document_id)
 
     def mark_edges_synced(self, document_id: int, revision: str) -> None:
         self._synced[document_id] = revision
@@ -275,13 +265,6 @@ def _content_columns(drafts: Sequence[DocumentDraft]) -> tuple[list[Any], ...]:
         [d.content for d in drafts],
         [orjson.dumps(dict(d.metadata)).decode() for d in drafts],
     )
-
-
-def edges_revision(conn: Conn, document_id: int) -> str | None:
-    row = conn.execute(
-        "SELECT revision FROM note_edges WHERE document_id = %s", (document_id,)
-    ).fetchone()
-    return None if row is None else str(row[0])
 
 
 def _plan(conn: Conn, items: DocumentItems) -> list[_Planned]:

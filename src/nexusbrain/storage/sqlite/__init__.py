@@ -4,23 +4,36 @@ with a cache file beside the database."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 from nexusbrain.config import LexicalConfig, StorageConfig
-from nexusbrain.errors import InvalidInput
+from nexusbrain.errors import NotFound
 from nexusbrain.storage.base import Vector
-from nexusbrain.storage.sqlite.graph import SQLiteGraphStore
+from nexusbrain.storage.sql.graph import SQLGraphStore
 from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex
-from nexusbrain.storage.sqlite.store import SQLiteStore, SQLiteWork
+from nexusbrain.storage.sqlite.store import SQLiteStore
+from nexusbrain.storage.sqlite.writes import SQLiteWork
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
-_IN_PROCESS = (
-    "a database-side dense index (pgvector HNSW) is for PostgreSQL brains: a SQLite brain's"
-    " dense index is in process (exact up to 20,000 vectors, quantized past that)"
-)
+PREFIX = "sqlite:///"
+
+
+def open_url(
+    url: str, lexical: LexicalConfig, config: StorageConfig, *, create: bool
+) -> SQLiteBackend:
+    """The brain in the file at `url`, a path or `sqlite:///path` (`storage.open`'s opener
+    for the scheme, and for a URL without one)."""
+    if "://" in url:
+        if not url.startswith(PREFIX):
+            from nexusbrain.storage import unknown_scheme
+
+            raise unknown_scheme(url.split("://", 1)[0])
+        url = url.removeprefix(PREFIX)
+    path = Path(url).expanduser()
+    if not create and not path.exists():
+        raise NotFound(f"no brain at {path}: the file does not exist")
+    return SQLiteBackend(path, lexical, config)
 
 
 class SQLiteBackend:
@@ -28,64 +41,33 @@ class SQLiteBackend:
 
     def __init__(self, path: Path, lexical: LexicalConfig, config: StorageConfig) -> None:
         self.path = path
-        self.store = SQLiteStore(path, config)
-        self._graph = SQLiteGraphStore(self.store)
-        self._lexical = SQLiteLexicalIndex(self.store.connection, lexical)
-
-    @property
-    def documents(self) -> SQLiteStore:
-        return self.store
-
-    @property
-    def graph(self) -> SQLiteGraphStore:
-        return self._graph
-
-    @property
-    def lexical(self) -> SQLiteLexicalIndex:
-        return self._lexical
+        self.documents = SQLiteStore(path, config)
+        self.graph = SQLGraphStore(self.documents.db)
+        self.lexical = SQLiteLexicalIndex(self.documents.db.connection, lexical)
 
     def dense_index(
         self, model: str, dim: int, *, centre: bool, reference: Vector | None = None
     ) -> VectorIndex:
         cache = index_cache_path(self.path, model)
         config = IndexConfig(centre=centre)
-        return VectorIndex(self.store, model, dim, cache=cache, config=config, reference=reference)
+        return VectorIndex(
+            self.documents, model, dim, cache=cache, config=config, reference=reference
+        )
 
-    def dense_status(self, model: str) -> dict[str, Any]:
-        return {"model": model, "kind": "in-process", "built": False}
-
-    def build_dense(
-        self,
-        model: str,
-        dim: int,
-        *,
-        centre: bool,
-        m: int,
-        ef_construction: int,
-        memory: str,
-        progress: Callable[[str], None] | None = None,
-    ) -> dict[str, Any]:
-        raise InvalidInput(_IN_PROCESS)
-
-    def drop_dense(self, model: str) -> dict[str, Any]:
-        raise InvalidInput(_IN_PROCESS)
-
-    @contextmanager
-    def unit_of_work(self) -> Iterator[SQLiteWork]:
-        with self.store.unit_of_work() as work:
-            yield work
+    def unit_of_work(self) -> AbstractContextManager[SQLiteWork]:
+        return self.documents.unit_of_work()
 
     def describe(self) -> str:
         return str(self.path)
 
     def ping(self) -> None:
-        self.store.ping()
+        self.documents.db.ping()
 
     def backup(self, target: Path) -> None:
-        self.store.backup(target)
+        self.documents.db.backup(target)
 
     def close(self) -> None:
-        self.store.close()
+        self.documents.close()
 
 
 def index_cache_path(db_path: Path, model: str) -> Path | None:

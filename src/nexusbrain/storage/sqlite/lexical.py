@@ -21,10 +21,11 @@ from nexusbrain.config import LexicalConfig
 from nexusbrain.errors import StorageError
 from nexusbrain.records import SearchFilters
 from nexusbrain.storage.analyzer import analyzed
-from nexusbrain.storage.base import LexicalHits
 from nexusbrain.storage.bm25 import Ids, PostingScorer, batches
+from nexusbrain.storage.sql.documents import changes_since
+from nexusbrain.storage.sql.filters import chunk_ids
 from nexusbrain.storage.sqlite import vectors as vector_sql
-from nexusbrain.storage.sqlite.filters import filter_sql
+from nexusbrain.storage.sqlite.dialect import SQLITE
 
 TABLE = "chunks_fts"
 COLUMNS = ("text", "heading", "context")
@@ -81,36 +82,21 @@ _EVERY_ROW = (
 )
 
 
-class SQLiteLexicalIndex:
+class SQLiteLexicalIndex(PostingScorer):
     """A `LexicalIndex` over the chunks' FTS5 table. Thread-safe: each call uses the calling
     thread's connection."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection], config: LexicalConfig):
+        super().__init__(config)
         self._connection = connection
-        self.config = config
-        self._scorer = PostingScorer(self, config)
         self._local = threading.local()
 
-    def search(
-        self,
-        terms: Sequence[str],
-        k: int,
-        filters: SearchFilters,
-        *,
-        best_per_document: bool = False,
-    ) -> LexicalHits:
+    @contextmanager
+    def _failing(self, terms: Sequence[str], what: str) -> Iterator[None]:
         try:
-            return self._scorer.search(terms, k, filters, best_per_document=best_per_document)
+            yield
         except sqlite3.OperationalError as exc:
-            raise StorageError(f"lexical search failed for {list(terms)!r}: {exc}") from exc
-
-    def scores(
-        self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
-    ) -> dict[int, float]:
-        try:
-            return self._scorer.scores(terms, chunk_ids, per_document=per_document)
-        except sqlite3.OperationalError as exc:
-            raise StorageError(f"lexical scoring failed for {list(terms)!r}: {exc}") from exc
+            raise StorageError(f"lexical {what} failed for {list(terms)!r}: {exc}") from exc
 
     @contextmanager
     def read(self) -> Iterator[_Read]:
@@ -176,7 +162,7 @@ class _Read:
         return ids, record_sums(bytes.fromhex(joined[3]), lengths), documents
 
     def added_since(self, seq: int) -> list[int]:
-        return vector_sql.changes_since(self.conn, seq)[1]
+        return changes_since(self.conn, SQLITE, seq)[1]
 
     def postings(self, token: str) -> tuple[Ids, np.ndarray]:
         joined = self.conn.execute(_POSTINGS, (token,)).fetchone()[0]
@@ -190,13 +176,8 @@ class _Read:
         return held, tf
 
     def matching(self, filters: SearchFilters) -> Ids:
-        where, params = filter_sql(filters)
-        rows = self.conn.execute(
-            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
-            + (f" WHERE {where}" if where else ""),
-            params,
-        ).fetchall()
-        return np.fromiter((r[0] for r in rows), np.int64, len(rows))
+        found = chunk_ids(self.conn, filters, SQLITE)
+        return np.fromiter(found, np.int64, len(found))
 
 
 def varints(blob: bytes) -> list[int]:

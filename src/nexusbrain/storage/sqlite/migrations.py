@@ -2,12 +2,87 @@
 
 from __future__ import annotations
 
-from nexusbrain.storage.sqlite.graph import MIGRATION as GRAPH_MIGRATION
-from nexusbrain.storage.sqlite.graph import STATEMENTS_MIGRATION
 from nexusbrain.storage.sqlite.lexical import MIGRATION as LEXICAL_MIGRATION
 from nexusbrain.storage.sqlite.vectors import COVERAGE_MIGRATION as VECTORS_COVERAGE_MIGRATION
 from nexusbrain.storage.sqlite.vectors import MIGRATION as VECTORS_MIGRATION
 from nexusbrain.storage.sqlite.vectors import ROWID_MIGRATION as VECTORS_ROWID_MIGRATION
+
+# the graph: entities and bitemporal relationships; a relationship row is written once, and
+# retiring it sets `superseded_at` and `reason`: triggers refuse any other update and every
+# delete
+GRAPH_MIGRATION = """
+CREATE TABLE entities (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    type TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE entity_aliases (
+    key TEXT PRIMARY KEY,
+    alias TEXT NOT NULL,
+    entity_id INTEGER NOT NULL REFERENCES entities (id),
+    created_at TEXT NOT NULL
+);
+CREATE INDEX entity_aliases_entity ON entity_aliases (entity_id);
+CREATE TABLE relationships (
+    id INTEGER PRIMARY KEY,
+    from_id INTEGER NOT NULL REFERENCES entities (id),
+    type TEXT NOT NULL,
+    to_id INTEGER NOT NULL REFERENCES entities (id),
+    valid_at TEXT,
+    invalid_at TEXT,
+    created_at TEXT NOT NULL,
+    superseded_at TEXT,
+    reason TEXT,
+    source TEXT,
+    supersedes INTEGER REFERENCES relationships (id),
+    CHECK (valid_at IS NULL OR invalid_at IS NULL OR valid_at < invalid_at),
+    CHECK ((superseded_at IS NULL) = (reason IS NULL)),
+    CHECK (superseded_at IS NULL OR superseded_at >= created_at)
+);
+CREATE UNIQUE INDEX relationships_one_current ON relationships (from_id, type, to_id)
+    WHERE superseded_at IS NULL;
+CREATE UNIQUE INDEX relationships_one_successor ON relationships (supersedes)
+    WHERE supersedes IS NOT NULL;
+CREATE INDEX relationships_from ON relationships (from_id, type);
+CREATE INDEX relationships_to ON relationships (to_id);
+CREATE INDEX relationships_source ON relationships (source) WHERE superseded_at IS NULL;
+CREATE TRIGGER relationships_never_deleted BEFORE DELETE ON relationships BEGIN
+    SELECT RAISE(ABORT, 'relationships are never deleted: retire them');
+END;
+CREATE TRIGGER relationships_retired_once BEFORE UPDATE ON relationships
+WHEN old.superseded_at IS NOT NULL OR new.id IS NOT old.id OR new.from_id IS NOT old.from_id
+    OR new.type IS NOT old.type OR new.to_id IS NOT old.to_id
+    OR new.valid_at IS NOT old.valid_at OR new.invalid_at IS NOT old.invalid_at
+    OR new.created_at IS NOT old.created_at OR new.source IS NOT old.source
+    OR new.supersedes IS NOT old.supersedes
+BEGIN
+    SELECT RAISE(ABORT, 'a relationship version is immutable: only its retirement is recorded');
+END;
+CREATE TRIGGER entities_never_deleted BEFORE DELETE ON entities BEGIN
+    SELECT RAISE(ABORT, 'entities are never deleted');
+END;
+CREATE TRIGGER entity_aliases_never_deleted BEFORE DELETE ON entity_aliases BEGIN
+    SELECT RAISE(ABORT, 'entity aliases are never deleted');
+END;
+"""
+
+# what each note states, so that a fact two notes state outlives either one.
+STATEMENTS_MIGRATION = """
+CREATE TABLE note_statements (
+    document_id INTEGER NOT NULL REFERENCES documents (id),
+    from_id INTEGER NOT NULL REFERENCES entities (id),
+    type TEXT NOT NULL,
+    to_id INTEGER NOT NULL REFERENCES entities (id),
+    valid_at TEXT,
+    invalid_at TEXT,
+    PRIMARY KEY (document_id, from_id, type, to_id)
+);
+CREATE INDEX note_statements_triple ON note_statements (from_id, type, to_id);
+"""
+
 
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (

@@ -86,36 +86,11 @@ def put_vectors(conn: sqlite3.Connection, batch: VectorBatch) -> None:
     )
 
 
-def known_hashes(conn: sqlite3.Connection, model: str, hashes: Sequence[str]) -> set[str]:
-    found: set[str] = set()
-    for start in range(0, len(hashes), 500):
-        part = hashes[start : start + 500]
-        rows = conn.execute(
-            f"SELECT text_hash FROM vectors WHERE model = ? AND text_hash IN"
-            f" ({','.join('?' * len(part))})",
-            (model, *part),
-        )
-        found.update(row[0] for row in rows)
-    return found
+LATEST_CHANGE = "SELECT coalesce(max(seq), 0) FROM chunk_changes"
 
 
 def latest_change(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM chunk_changes").fetchone()[0])
-
-
-def changes_since(conn: sqlite3.Connection, seq: int) -> tuple[int, list[int], list[int]]:
-    """(newest seq, chunk ids now live with a vector-able hash, chunk ids gone)."""
-    rows = conn.execute(
-        "SELECT seq, chunk_id, added FROM chunk_changes WHERE seq > ? ORDER BY seq", (seq,)
-    ).fetchall()
-    if not rows:
-        return seq, [], []
-    state: dict[int, bool] = {}
-    for _, chunk_id, added in rows:
-        state[chunk_id] = bool(added)
-    added_ids = [c for c, live in state.items() if live]
-    gone = [c for c, live in state.items() if not live]
-    return int(rows[-1][0]), added_ids, gone
+    return int(conn.execute(LATEST_CHANGE).fetchone()[0])
 
 
 def load_vectors(
@@ -187,48 +162,6 @@ CREATE TABLE vector_coverage (
 """
 
 
-def covered_until(conn: sqlite3.Connection, model: str) -> int | None:
-    row = conn.execute("SELECT seq FROM vector_coverage WHERE model = ?", (model,)).fetchone()
-    return None if row is None else int(row[0])
-
-
-def mark_covered(conn: sqlite3.Connection, model: str, seq: int) -> None:
-    """Record that no chunk changed up to `seq` lacks a vector for `model`. Read `seq` before
-    looking for missing vectors, so that changes made meanwhile stay after it."""
-    conn.execute(
-        "INSERT INTO vector_coverage (model, seq) VALUES (?, ?)"
-        " ON CONFLICT (model) DO UPDATE SET seq = max(seq, excluded.seq)",
-        (model, seq),
-    )
-
-
-def _missing_sql(since: int | None) -> str:
-    """Chunks without a vector for the model (the first parameter); with `since`, only among
-    the chunks changed after that seq (the second parameter)."""
-    changed = (
-        "" if since is None else "c.id IN (SELECT chunk_id FROM chunk_changes WHERE seq > ?) AND "
-    )
-    return (
-        f" FROM chunks c WHERE {changed}(c.text_hash IS NULL OR NOT EXISTS"
-        " (SELECT 1 FROM vectors v WHERE v.model = ? AND v.text_hash = c.text_hash))"
-    )
-
-
-def missing_vectors(
-    conn: sqlite3.Connection, model: str, limit: int, since: int | None = None
-) -> list[tuple[int, str, Sequence[str], str]]:
-    """Live chunks without a vector for `model`: (chunk id, text, heading path, context).
-    With `since` (from `covered_until`), only chunks changed after it are looked at."""
-    params = (model,) if since is None else (since, model)
-    rows = conn.execute(
-        "SELECT c.id, c.text, c.heading, c.context"
-        + _missing_sql(since)
-        + " ORDER BY c.id LIMIT ?",
-        (*params, limit),
-    ).fetchall()
-    return [(r[0], r[1], r[2].split("\x1f") if r[2] else [], r[3]) for r in rows]
-
-
 def set_hashes(conn: sqlite3.Connection, hashes: Mapping[int, str], as_of: int | None) -> None:
     """Set chunks' text hashes; with `as_of`, not for chunks changed after that seq (inside
     the caller's write transaction, so no change can come between the check and the update)."""
@@ -240,8 +173,3 @@ def set_hashes(conn: sqlite3.Connection, hashes: Mapping[int, str], as_of: int |
         "UPDATE chunks SET text_hash = ? WHERE id = ?",
         [(h, c) for c, h in hashes.items() if c not in changed],
     )
-
-
-def count_missing(conn: sqlite3.Connection, model: str, since: int | None = None) -> int:
-    params = (model,) if since is None else (since, model)
-    return int(conn.execute("SELECT count(*)" + _missing_sql(since), params).fetchone()[0])

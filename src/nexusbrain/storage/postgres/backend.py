@@ -1,0 +1,128 @@
+"""The PostgreSQL backend's parts over one schema (`open_url` in __init__.py builds it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+from numpy.typing import NDArray
+from psycopg import sql
+
+from nexusbrain.config import LexicalConfig, StorageConfig
+from nexusbrain.errors import NotFound
+from nexusbrain.storage.base import DenseIndex, Vector
+from nexusbrain.storage.postgres import hnsw
+from nexusbrain.storage.postgres.compaction import Compactor
+from nexusbrain.storage.postgres.database import Database, connect, ensure_vector
+from nexusbrain.storage.postgres.lexical import PostgresLexicalIndex
+from nexusbrain.storage.postgres.migrations import holds_brain, migrate
+from nexusbrain.storage.postgres.store import PostgresStore
+from nexusbrain.storage.postgres.url import PostgresUrl
+from nexusbrain.storage.postgres.writes import PostgresWork
+from nexusbrain.storage.sql.graph import SQLGraphStore
+from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
+
+
+class PostgresBackend:
+    """A `Backend` over one schema of a PostgreSQL database."""
+
+    def __init__(
+        self,
+        url: PostgresUrl,
+        lexical: LexicalConfig,
+        config: StorageConfig,
+        *,
+        create: bool = True,
+    ) -> None:
+        self.url = url
+        with connect(url) as conn:
+            if not create and not holds_brain(conn, url.schema):
+                raise NotFound(
+                    f"no brain at {url.shown}: schema {url.schema!r} holds none (a command"
+                    " that stores, such as add or ingest-dir, makes one)"
+                )
+            vector = ensure_vector(conn, url)
+            migrate(conn, url.schema, vector[1])
+        self.db = Database(url, config, vector)
+        self.documents = PostgresStore(self.db)
+        self.graph = SQLGraphStore(self.db)
+        self.lexical = PostgresLexicalIndex(self.db, lexical)
+        self.compactor = Compactor(self.db, self.lexical.live)
+        self.compactor.start()
+
+    def dense_index(
+        self, model: str, dim: int, *, centre: bool, reference: Vector | None = None
+    ) -> DenseIndex:
+        """pgvector's HNSW index once one is built for the model (`dense-index build`),
+        else the in-process index that every replica keeps."""
+        if hnsw.valid_index(self.db, model, dim):
+            return hnsw.PgvectorIndex(self.db, model, dim)
+        config = IndexConfig(centre=centre)
+        return VectorIndex(self.documents, model, dim, config=config, reference=reference)
+
+    # a dense index in the database (base.DenseIndexAdmin)
+
+    def dense_status(self, model: str) -> dict[str, Any]:
+        return hnsw.status(self.db, model).as_json()
+
+    def build_dense(
+        self,
+        model: str,
+        dim: int,
+        *,
+        centre: bool,
+        m: int,
+        ef_construction: int,
+        memory: str,
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        def live_rows() -> NDArray[np.float16]:
+            return self.documents.load_vectors(model, dim)[2].astype(np.float16)
+
+        config = IndexConfig(centre=centre)
+        built = hnsw.build(
+            self.db,
+            live_rows,
+            model,
+            dim,
+            config,
+            m=m,
+            ef_construction=ef_construction,
+            memory=memory,
+            progress=progress,
+        )
+        return built.as_json()
+
+    def drop_dense(self, model: str) -> dict[str, Any]:
+        return hnsw.drop(self.db, model).as_json()
+
+    def unit_of_work(self) -> AbstractContextManager[PostgresWork]:
+        return self.documents.unit_of_work()
+
+    def describe(self) -> str:
+        shown = self.url.shown
+        return shown if "schema=" in shown else f"{shown} (schema {self.url.schema})"
+
+    def ping(self) -> None:
+        self.db.ping()
+
+    def backup(self, target: Path) -> None:
+        """The brain's export (JSON lines, one snapshot) in `target`: `nexusbrain import`
+        restores it into any backend. (A copy of the whole database is pg_dump's job.)"""
+        with target.open("xb") as out:
+            for record in self.documents.export_records():
+                out.write(orjson.dumps(record) + b"\n")
+
+    def close(self) -> None:
+        self.compactor.close()
+        self.db.close()
+
+
+def drop_brain(url: PostgresUrl) -> None:
+    """DROP SCHEMA ... CASCADE of the brain's schema (the caller closed its backends)."""
+    with connect(url) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(url.schema)))
