@@ -72,7 +72,10 @@ def test_two_replicas_starting_at_once_migrate_exactly_once(postgres: Server) ->
     assert sorted(results.get(timeout=5) for _ in children) == ["ok"] * 3
     with postgres.connect() as conn:
         versions = conn.execute(f"SELECT version FROM {schema}.schema_migrations").fetchall()
-    assert versions == [(SQLITE_LATEST,)]
+    from nexusbrain.storage.postgres.migrations import MIGRATIONS
+
+    assert versions == [(version,) for version, _ in MIGRATIONS]  # each applied once
+    assert versions[-1] == (SQLITE_LATEST,)
 
 
 def _graph(postgres: Server, opened: list[Backend]) -> tuple[str, int]:

@@ -89,6 +89,7 @@ class Chunk:
     unit: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     context: str = ""
+    signature: int | None = None  # of its text (storage/signature.py); None: stored before it
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +275,19 @@ class Trace:
 
 
 @dataclass(frozen=True, slots=True)
+class Copy:
+    """Another place a hit's text lives (retrieval/copies.py): the search shows the text once."""
+
+    chunk_id: int
+    document_id: int
+    uri: str
+    char_start: int
+    char_end: int
+    line_start: int
+    line_end: int
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     rank: int
     score: float
@@ -293,6 +307,7 @@ class Hit:
     heading_path: tuple[str, ...]
     trace: Trace
     truncated: bool = False  # recall cut its text to fit the budget (its span says where)
+    also_in: tuple[Copy, ...] = ()  # copies of its text, which the search did not show again
 
 
 @dataclass(frozen=True, slots=True)

@@ -258,12 +258,15 @@ class Brain:
         best_per_document: bool = False,
         mode: SearchMode | str = SearchMode.BALANCED,
         config: SearchConfig | None = None,
+        distinct: bool = True,
     ) -> list[Hit]:
         """The best chunks for a natural-language query, each with its trace. `k` defaults
-        to the mode's. `config` replaces the mode's preset (evaluation and tuning). Raises
-        InvalidInput for an empty or overlong query, a bad k or an unknown mode."""
+        to the mode's and counts distinct texts: a text stored in several places is one hit
+        that lists the others (`Hit.also_in`), unless `distinct` is false. `config` replaces
+        the mode's preset (evaluation and tuning). Raises InvalidInput for an empty or
+        overlong query, a bad k or an unknown mode."""
         started = time.perf_counter()
-        chosen = config or PRESETS[parse_mode(mode)]
+        chosen = _distinct(config or PRESETS[parse_mode(mode)], distinct)
         hits = self._search(query, chosen.k if k is None else k, filters, best_per_document, chosen)
         self._captures.record("search", query, mode, filters, hits, started)
         return hits
@@ -294,13 +297,14 @@ class Brain:
         filters: SearchFilters | None = None,
         mode: SearchMode | str = SearchMode.BALANCED,
         graph: bool | None = None,
+        distinct: bool = True,
     ) -> Recall:
         """The best hits, in rank order, that fit within the token budget (the mode's by
         default). `tokenmax` also brings each hit's neighbouring chunks as context. With
         `graph` (the default in tokenmax), the current relationships of entities the top hits
         name follow as `graph_context`, within what is left of the budget. Raises
         InvalidInput as `search` does, and for a budget out of range."""
-        config = PRESETS[parse_mode(mode)]
+        config = _distinct(PRESETS[parse_mode(mode)], distinct)
         budget = config.budget_tokens if budget_tokens is None else budget_tokens
         if not 1 <= budget <= self.settings.limits.max_budget_tokens:
             raise InvalidInput(
@@ -339,14 +343,15 @@ class Brain:
         filters: SearchFilters | None = None,
         mode: SearchMode | str = SearchMode.BALANCED,
         best_per_document: bool = False,
+        distinct: bool = True,
     ) -> Explanation:
         """Where a document (by id, uri or path) ranked for this query, from the very search
         `search` runs with the same arguments: its place among the hits and the chunk that
         is, its fused rank, its place in each retriever's list, and why it was not returned
-        (a filter, the score floor, k). Raises NotFound for an unknown document, InvalidInput
-        as `search` does."""
+        (a filter, the score floor, k, a copy of a hit's text). Raises NotFound for an unknown
+        document, InvalidInput as `search` does."""
         chosen = parse_mode(mode)
-        config = PRESETS[chosen]
+        config = _distinct(PRESETS[chosen], distinct)
         size = config.k if k is None else k
         self._check_query(query, size)
         target = self.document(document)
@@ -455,6 +460,10 @@ def _dense_index(backend: Backend, embedder: Embedder, settings: Settings) -> De
     centre = centred(settings.embedder)
     reference = reference_vector(embedder) if centre else None
     return backend.dense_index(embedder.model_id, embedder.dim, centre=centre, reference=reference)
+
+
+def _distinct(config: SearchConfig, distinct: bool) -> SearchConfig:
+    return config if config.distinct == distinct else replace(config, distinct=distinct)
 
 
 def parse_mode(mode: SearchMode | str) -> SearchMode:

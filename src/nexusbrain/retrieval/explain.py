@@ -21,6 +21,7 @@ class Verdict(StrEnum):
     BELOW_FLOOR = "below_floor"  # under the mode's share of the best fused score
     WITHHELD = "withheld"  # the mode returns nothing for a result set this weak
     BELOW_K = "below_k"  # ranked, but after the first k
+    COPY = "copy"  # its text is a hit's, shown once, under the copy that ranked first
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ class Explanation:
     fused_score: float | None
     excluded_by: tuple[str, ...]  # filters the document fails
     positions: tuple[ListPosition, ...]  # best chunk of the document in each list
+    copy_of: int | None = None  # COPY: the chunk id of the hit that stands for its text
 
     @property
     def returned(self) -> bool:
@@ -91,6 +93,7 @@ def explain(
         fused_score=fused.score if fused else None,
         excluded_by=excluded,
         positions=_positions(answer.ranked, chunk_ids),
+        copy_of=answer.texts.copy_of.get(fused.chunk_id) if fused and rank is None else None,
     )
 
 
@@ -111,6 +114,8 @@ def _verdict(
         return Verdict.NOT_A_CANDIDATE
     if fused not in answer.kept:
         return Verdict.BELOW_FLOOR
+    if fused.chunk_id in answer.texts.copy_of:
+        return Verdict.COPY
     if not answer.hits and answer.confidence is not None and answer.confidence.weak:
         return Verdict.WITHHELD
     return Verdict.BELOW_K

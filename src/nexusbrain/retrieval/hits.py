@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from nexusbrain.records import Chunk, DocumentHead, Hit, Trace
+from nexusbrain.records import Chunk, Copy, DocumentHead, Hit, Trace
 from nexusbrain.storage.base import DocumentStore
 
 
 def build_hits(
     ranked: Sequence[tuple[int, float, Trace]],
     found: Mapping[int, tuple[Chunk, DocumentHead]],
+    copies: Mapping[int, Sequence[int]] | None = None,
 ) -> list[Hit]:
     """Hits in the given order, ranks from 1, from the chunks `found` (the store's
-    `fetch_chunks` of at least these ids). Chunks that vanished meanwhile are skipped."""
+    `fetch_chunks` of at least these ids and their `copies`). Chunks that vanished meanwhile
+    are skipped."""
+    copies = copies or {}
     hits: list[Hit] = []
     for chunk_id, score, trace in ranked:
         if chunk_id not in found:
@@ -39,9 +42,15 @@ def build_hits(
                 line_end=chunk.line_end,
                 heading_path=chunk.heading_path,
                 trace=trace,
+                also_in=tuple(_copy(*found[c]) for c in copies.get(chunk_id, ()) if c in found),
             )
         )
     return hits
+
+
+def _copy(chunk: Chunk, head: DocumentHead) -> Copy:
+    span = (chunk.char_start, chunk.char_end, chunk.line_start, chunk.line_end)
+    return Copy(chunk.id, head.id, head.uri, *span)
 
 
 def with_neighbours(store: DocumentStore, hits: Sequence[Hit], n: int) -> list[Hit]:

@@ -83,6 +83,7 @@ class SearchConfig:
         default_factory=lambda: MappingProxyType({"dense": -1.0, "dense_prf": -1.0})
     )
     min_relative_score: float = 0.0  # drop hits whose fused score < this × the best one
+    distinct: bool = True  # one hit per repeated text, the others listed as its copies
     withhold_weak: bool = False  # return nothing when the result set is no good match
     neighbours: int = 0  # recall: add this many chunks before/after each hit, as context
     graph: bool = False  # recall: add graph context for entities in the top hits

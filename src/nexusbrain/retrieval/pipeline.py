@@ -33,6 +33,7 @@ from nexusbrain.records import (
     Trace,
 )
 from nexusbrain.retrieval.confidence import OVERLAP_DEPTH, confidence, held_weight
+from nexusbrain.retrieval.copies import Distinct, distinct
 from nexusbrain.retrieval.fusion import Fused, rrf, zscore
 from nexusbrain.retrieval.hits import build_hits
 from nexusbrain.retrieval.modes import SearchConfig
@@ -60,13 +61,14 @@ class Ranked:
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A search's hits, the fused ranking they came from, what of it passed the mode's
-    score floor (the hits are its first k, unless the mode withholds a weak result set),
-    and the result set's confidence (None when nothing passed)."""
+    score floor (the hits are its first k texts, unless the mode withholds a weak result
+    set), and the result set's confidence (None when nothing passed)."""
 
     hits: list[Hit]
     ranked: Ranked
     kept: list[Fused]
     confidence: Confidence | None
+    texts: Distinct  # the hits' fused entries, and the copies each stands for
 
 
 class Searcher:
@@ -146,17 +148,34 @@ class Searcher:
     ) -> Answer:
         ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
         kept = _above_floor(ranked.fused, config.min_relative_score)
-        # one read of the chunks: the best one (for the confidence) and those shown
-        chunks = self.store.fetch_chunks([f.chunk_id for f in kept[: max(k, 1)]])
+        chunks, texts = self._shown(kept, k, config.distinct)
         sure = self._confidence(query, ranked, kept, chunks)
-        shown = [] if sure is not None and sure.weak and config.withhold_weak else kept[:k]
+        shown = [] if sure is not None and sure.weak and config.withhold_weak else texts.kept
         positions = _Positions(ranked.lists)
         said = _said_on(ranked, shown, chunks)
         traced = [
             _traced(f, i, ranked, positions, config.fusion, sure, said.get(f.chunk_id))
             for i, f in enumerate(shown, 1)
         ]
-        return Answer(build_hits(traced, chunks), ranked, kept, sure)
+        return Answer(build_hits(traced, chunks, texts.copies), ranked, kept, sure, texts)
+
+    def _shown(
+        self, kept: list[Fused], k: int, collapse: bool
+    ) -> tuple[dict[int, tuple[Chunk, DocumentHead]], Distinct]:
+        """The chunks a search reads, and the hits it shows: the first k, or with `collapse`
+        the first k distinct texts, read a window at a time (twice k, then doubling) until k
+        are found or the candidates end. The best chunk is always read (the confidence's)."""
+        if not collapse:
+            first = self.store.fetch_chunks([f.chunk_id for f in kept[: max(k, 1)]])
+            return first, Distinct(kept[:k], {f.chunk_id: [] for f in kept[:k]})
+        chunks: dict[int, tuple[Chunk, DocumentHead]] = {}
+        read, window = 0, 2 * max(k, 1)
+        while True:
+            chunks.update(self.store.fetch_chunks([f.chunk_id for f in kept[read : read + window]]))
+            read, window = read + window, window * 2
+            texts = distinct(kept[:read], chunks, k)
+            if len(texts.kept) >= k or read >= len(kept):
+                return chunks, texts
 
     def _confidence(
         self,

@@ -28,6 +28,7 @@ from nexusbrain.records import (
     RetireReason,
     json_problem,
 )
+from nexusbrain.storage.signature import signature
 
 FORMAT = "nexusbrain-export"
 FORMAT_VERSION = 1
@@ -106,7 +107,7 @@ Check = Callable[[Any], str | None]
 def chunk_values(c: ChunkDraft) -> tuple[Any, ...]:
     """A chunk draft's stored columns after its document id, the same on every backend:
     ordinal, char and line spans, heading path (joined with HEADING_SEP), text, unit, meta
-    (JSON), text hash and context."""
+    (JSON), text hash, context and the text's near-duplicate signature."""
     return (
         c.ordinal,
         c.char_start,
@@ -119,6 +120,7 @@ def chunk_values(c: ChunkDraft) -> tuple[Any, ...]:
         orjson.dumps(dict(c.meta)).decode(),
         c.text_hash,
         c.context,
+        signature(c.text),
     )
 
 

@@ -3,8 +3,8 @@
 Two chunks whose texts are the same after case and whitespace are set aside get the same
 signature; texts that differ in a few words out of many get signatures a few bits apart
 (Charikar's SimHash: each of the 64 bits is the sign of a sum over the shingles' hashes). A
-search keeps one hit per signature neighbourhood (retrieval/copies.py). Stored with each chunk
-by every backend, so it is computed once, at write time.
+search keeps one hit per text, its copies listed under it (retrieval/copies.py). Every backend
+stores it with each chunk, so it is computed once, at write time.
 
 - Words are what whitespace separates, case-folded; the shingles are runs of SHINGLE words.
 - A text of fewer than SHINGLE words hashes its words as one shingle: a short text matches only
@@ -19,7 +19,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 SHINGLE = 3  # words a shingle
-NEAR_BITS = 3  # signatures at most this many bits apart are copies of one text
 _SPACE = np.array([9, 10, 11, 12, 13, 32], dtype=np.uint8)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -64,11 +63,6 @@ def _word_hashes(text: str) -> NDArray[np.uint64]:
 def distance(a: int, b: int) -> int:
     """How many bits two signatures differ in."""
     return ((a ^ b) & 0xFFFFFFFFFFFFFFFF).bit_count()
-
-
-def near(a: int, b: int) -> bool:
-    """Whether two signatures are of copies of one text."""
-    return distance(a, b) <= NEAR_BITS
 
 
 def _windows(hashes: NDArray[np.uint64]) -> NDArray[np.uint64]:

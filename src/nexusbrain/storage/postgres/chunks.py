@@ -27,7 +27,7 @@ from nexusbrain.storage.postgres.postings import POSTINGS_COPY, Segment, copy_st
 
 CHUNK_COLUMNS = (
     "id, pid, length, document_id, ordinal, char_start, char_end, line_start, line_end,"
-    " heading, text, unit, meta, text_hash, context"
+    " heading, text, unit, meta, text_hash, context, signature"
 )
 
 
@@ -48,6 +48,7 @@ class ChunkRow:
     meta: str
     text_hash: str | None
     context: str
+    signature: int
 
 
 def chunk_row(document_id: int, c: ChunkDraft) -> ChunkRow:
@@ -190,6 +191,7 @@ def insert_chunks(
                     row.meta,
                     row.text_hash,
                     row.context,
+                    row.signature,
                 )
             )
             log.added(chunk_id, pid, length)

@@ -242,7 +242,11 @@ CREATE TABLE note_statements (
 CREATE INDEX note_statements_triple ON note_statements (from_id, type, to_id);
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((9, SCHEMA_9),)
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (9, SCHEMA_9),
+    # as SQLite's 10: each chunk's near-duplicate signature (storage/signature.py)
+    (10, "ALTER TABLE chunks ADD COLUMN signature bigint"),
+)
 LATEST = max(version for version, _ in MIGRATIONS)
 
 

@@ -31,7 +31,7 @@ _DOCUMENT = (
 )
 _CHUNK_COLUMNS = (
     "c.id, c.document_id, c.ordinal, c.char_start, c.char_end, c.line_start, c.line_end,"
-    " c.heading, c.text, c.unit, c.meta, c.context"
+    " c.heading, c.text, c.unit, c.meta, c.context, c.signature"
 )
 REVISION = (
     "INSERT INTO document_revisions (document_id, revision, title, event, recorded_at)"
@@ -71,6 +71,7 @@ def _chunk(row: Sequence[Any]) -> Chunk:
         unit=row[9],
         meta=orjson.loads(row[10]),
         context=row[11],
+        signature=row[12],
     )
 
 
@@ -167,7 +168,7 @@ class DocumentReads:
             rows = conn.execute(self.d.sql(query), params).fetchall()
         found: dict[int, tuple[Chunk, DocumentHead]] = {}
         for row in rows:
-            head = DocumentHead(row[1], row[12], row[13], row[14], DocumentKind(row[15]), row[16])
+            head = DocumentHead(row[1], row[13], row[14], row[15], DocumentKind(row[16]), row[17])
             found[row[0]] = (_chunk(row), head)
         return found
 

@@ -16,6 +16,7 @@ from nexusbrain.errors import InvalidInput
 from nexusbrain.records import ImportResult, RetireReason
 from nexusbrain.storage import exchange, merge
 from nexusbrain.storage.exchange import HEADING_SEP
+from nexusbrain.storage.signature import signature
 from nexusbrain.storage.sql.dialect import Connection, Dialect
 
 Fields = Sequence[tuple[str, str]]  # (column, record field)
@@ -113,7 +114,8 @@ class ChunkImport(Protocol):
 def chunk_row(r: Mapping[str, Any]) -> tuple[Any, ...]:
     """A chunk record's row as both engines store it (postgres/chunks.py's ChunkRow): id,
     document id, ordinal, char and line spans, heading (joined with HEADING_SEP), text, unit,
-    meta (JSON), text hash (none yet: import leaves it to the embedder) and context."""
+    meta (JSON), text hash (none yet: import leaves it to the embedder), context and the
+    text's near-duplicate signature."""
     return (
         *(r[f] for f in _CHUNK_COLUMNS[:7]),
         HEADING_SEP.join(r["heading_path"]),
@@ -122,6 +124,7 @@ def chunk_row(r: Mapping[str, Any]) -> tuple[Any, ...]:
         orjson.dumps(r["meta"]).decode(),
         None,
         r["context"],
+        signature(r["text"]),
     )
 
 

@@ -180,6 +180,9 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     ),
     (8, LEXICAL_MIGRATION),  # the analyzer's tokens (storage/analyzer.py), contentless FTS5
     (9, STATEMENTS_MIGRATION),
+    # each chunk's near-duplicate signature (storage/signature.py), set by every write from
+    # now on; a chunk stored before has none, and a search works its signature out from its text
+    (10, "ALTER TABLE chunks ADD COLUMN signature INTEGER;"),
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)

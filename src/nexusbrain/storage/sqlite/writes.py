@@ -27,7 +27,7 @@ from nexusbrain.storage.sqlite.dialect import SQLITE
 # a row per chunk: its id (NULL: the next), then chunk_values' columns (exchange.py)
 _CHUNK_INSERT = (
     "INSERT INTO chunks (id, document_id, ordinal, char_start, char_end, line_start, line_end,"
-    " heading, text, unit, meta, text_hash, context) VALUES "
+    " heading, text, unit, meta, text_hash, context, signature) VALUES "
 )
 
 
@@ -141,7 +141,7 @@ class _PendingChunks:
         self.rows += [(None, document_id, *chunk_values(c)) for c in chunks]
 
     def insert(self, conn: sqlite3.Connection) -> None:
-        for part in multirow.parts(conn, self.rows, 13):
+        for part in multirow.parts(conn, self.rows, 14):
             conn.execute(*multirow.statement(_CHUNK_INSERT, part))
         self.rows.clear()
         self.documents.clear()
@@ -170,7 +170,7 @@ class SQLiteChunkImport:
         """Insert the pending chunk rows. A statement that fails is undone alone and its rows
         are tried one at a time, so that the error names the record's line."""
         pending, self.pending = self.pending, []
-        for part in multirow.parts(self.conn, pending, 13):
+        for part in multirow.parts(self.conn, pending, 14):
             try:
                 self.conn.execute(*multirow.statement(_CHUNK_INSERT, [row for _, row in part]))
             except (sqlite3.IntegrityError, sqlite3.InterfaceError):
