@@ -5,7 +5,9 @@ answers), over the command line in process (--local) and over MCP where it has a
 Answers are compared whole, errors by their message. The differences allowed are named where
 they are allowed: the memory use of the process that answers `stats`, the server's own status
 that HTTP adds to it, and the time a write by the command line in process is stamped with (the
-served brains share a frozen clock; the command line opens the brain with the real one).
+served brains share a frozen clock; the command line opens the brain with the real one). The
+command line retires a document in process even with a server up: it takes a path, which the
+server cannot resolve, and DELETE takes an id.
 
 Questions are asked of one served brain. A write changes what the next one answers, so each
 interface writes to a twin of its own: brains built the same way, on the same frozen instant,
@@ -330,17 +332,15 @@ WRITES = [
     ),
     Ask(
         "delete",
-        ("DELETE", "/documents/2", {}),
-        "delete 2",
+        ("DELETE", "/documents/4", {}),
+        "delete 4",
         remote=False,
-        differ=("uri",),
     ),
     Ask(
         "delete again",
-        ("DELETE", "/documents/2", {}),
-        "delete 2",
+        ("DELETE", "/documents/4", {}),
+        "delete 4",
         remote=False,
-        differ=("uri",),
     ),
 ]
 

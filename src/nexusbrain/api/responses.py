@@ -322,6 +322,7 @@ class DocumentHistoryOut(Out):
 
 class DeletedOut(Out):
     id: int
+    uri: str
     status: str = Field(description="retired, or already_retired")
 
 

@@ -1,12 +1,13 @@
 """The `nexusbrain` (alias `brain`) command line. Each command parses its flags, asks the brain
 one question and prints the answer: readable by default, JSON with --json.
 
-The answering commands (search, recall, explain, get, add, stats, graph) ask a server that is
-already running for the brain when there is one (BRAIN_URL, or the discovery file `serve`
-leaves beside the database), in one HTTP request, and the brain in this process otherwise or
-with --local (cli/answers.py). So this module imports only click and the ground floor at the
-top: the brain, numpy and the model load only when a command works in process, and the
-commands of `eval` and `bench` only when they run.
+The answering commands (search, recall, explain, get, add, stats, graph...) are made from the
+operations' declarations (cli/commands.py). They ask a server that is already running for the
+brain when there is one (BRAIN_URL, or the discovery file `serve` leaves beside the database),
+in one HTTP request, and the brain in this process otherwise or with --local
+(cli/answers.py). So this module imports only click, the ground floor and the declarations
+(standard library) at the top: the brain, numpy and the model load only when a command works
+in process, and the commands of `eval` and `bench` only when they run.
 """
 
 from __future__ import annotations
@@ -15,23 +16,17 @@ import contextlib
 import importlib
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import click
 import orjson
 
 from nexusbrain import __version__
 from nexusbrain.cli import render
-from nexusbrain.cli.answers import Answers, Filters
-from nexusbrain.cli.graph import graph
-from nexusbrain.errors import BrainError, InvalidInput, NotFound
-
-if TYPE_CHECKING:
-    from nexusbrain.brain import Brain
-
-F = TypeVar("F", bound=Callable[..., Any])
+from nexusbrain.cli.answers import brain_of
+from nexusbrain.cli.commands import add_commands, emit, json_option
+from nexusbrain.errors import BrainError
 
 # Commands loaded only when they run, with the one-line help `nexusbrain --help` lists for
 # them (tests/test_cli.py checks it against the command's own).
@@ -96,52 +91,6 @@ def load_lazy(name: str) -> click.Command:
         if isinstance(command, click.Group) and "run-all" not in command.commands:
             add_sweep_commands(command)  # run-all, compare, replay, captures
     return command
-
-
-def json_option(func: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(func)
-
-
-def emit(value: Any) -> None:
-    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
-
-
-def brain_of(ctx: click.Context, *, create: bool = False) -> Brain:
-    """The brain in this process, opened on first use and closed with the command. Only the
-    commands that store (`create`) make a brain where none is: a read of a mistyped --db
-    says there is no brain there rather than leave an empty one behind."""
-    brain: Brain | None = ctx.obj.get("brain")
-    if brain is None:
-        from nexusbrain.brain import Brain
-
-        try:
-            brain = Brain.open(ctx.obj["db"], create=create)
-        except NotFound as exc:
-            raise NotFound(
-                f"{exc.message}. Check --db (or BRAIN_DB_PATH); `add`, `ingest-dir` or"
-                " `import` make a brain"
-            ) from None
-        ctx.obj["brain"] = brain
-        ctx.call_on_close(brain.close)
-    return brain
-
-
-def answers_of(ctx: click.Context, *, create: bool = False) -> Answers:
-    """Where the answering commands ask: the running server (unless --local), else the brain
-    in this process (made, for a command that stores, if there is none)."""
-    root = ctx.find_root()
-    answers: Answers | None = root.obj.get("answers")
-    if answers is None:
-        if not root.obj["local"] and root.obj.get("brain") is None:  # no brain handed in
-            from nexusbrain.cli.client import reach
-
-            answers = reach(root.obj["db"])
-        if answers is None:
-            from nexusbrain.cli.local import Local
-
-            answers = Local(brain_of(root, create=create))
-        root.obj["answers"] = answers
-    return answers
 
 
 @click.group(cls=BrainGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -218,207 +167,6 @@ def ingest_dir(
         click.echo(f"watching {report.root} (Ctrl-C to stop)", err=True)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C while a sync is printed
             brain.watch_dir(folder, domain=domain, on_sync=render.file_changes)
-
-
-@cli.command()
-@click.argument("text")
-@click.option("--source", help="Where the memory came from (an agent, a url...).")
-@click.option("--domain", help="Domain to file it under.")
-@click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
-@json_option
-@click.pass_context
-def add(
-    ctx: click.Context,
-    text: str,
-    source: str | None,
-    domain: str | None,
-    tags: tuple[str, ...],
-    as_json: bool,
-) -> None:
-    """Remember a short piece of text. The same text again is a duplicate.
-
-    \b
-    Example:
-      nexusbrain add "The staging db moved to db-2 on 2025-03-01" --tag infra
-    """
-    result = answers_of(ctx, create=True).add(text, source=source, domain=domain, tags=tags)
-    if as_json:
-        emit(result)
-    else:
-        click.echo(f"{result['status']}: document {result['id']}")
-
-
-# records.SearchMode's values (tests/test_cli.py checks): importing records would cost the
-# fast path ~10 ms
-MODE_NAMES = ("conservative", "balanced", "tokenmax")
-MODES = click.Choice(MODE_NAMES)
-
-
-def mode_option(func: F) -> F:
-    return click.option(
-        "--mode",
-        type=MODES,
-        default="balanced",
-        show_default=True,
-        help="conservative: few strict hits; balanced: hybrid; tokenmax: wide, PRF, context.",
-    )(func)
-
-
-@cli.command()
-@click.argument("query")
-@click.option("-k", "--k", "k", type=int, help="How many hits (default: the mode's).")
-@mode_option
-@click.option("--domain", help="Only this domain.")
-@click.option("--path-prefix", help="Only documents whose uri/path starts with this.")
-@click.option("--document", "document_id", type=int, help="Only this document id.")
-@click.option("--best-per-document", is_flag=True, help="Keep only each document's best chunk.")
-@click.option("--explain", is_flag=True, help="Show each hit's trace: why it ranked.")
-@json_option
-@click.pass_context
-def search(
-    ctx: click.Context,
-    query: str,
-    k: int | None,
-    mode: str,
-    domain: str | None,
-    path_prefix: str | None,
-    document_id: int | None,
-    best_per_document: bool,
-    explain: bool,
-    as_json: bool,
-) -> None:
-    """Search with a natural-language query.
-
-    \b
-    Example:
-      nexusbrain search "why did the deploy fail" -k 5 --explain
-    """
-    filters = Filters(domain=domain, path_prefix=path_prefix, document_id=document_id)
-    found = answers_of(ctx).search(
-        query, k=k, mode=mode, filters=filters, best_per_document=best_per_document
-    )
-    if as_json:
-        emit(found)
-    else:
-        render.hits(found["hits"], explain=explain, match=found.get("match"))
-
-
-@cli.command()
-@click.argument("query")
-@click.option("-k", "--k", "k", type=int, help="Hits to consider (default: the mode's).")
-@click.option("--budget", "budget_tokens", type=int, help="Token budget (default: the mode's).")
-@mode_option
-@json_option
-@click.pass_context
-def recall(
-    ctx: click.Context,
-    query: str,
-    k: int | None,
-    budget_tokens: int | None,
-    mode: str,
-    as_json: bool,
-) -> None:
-    """Context for a model: the best hits that fit a token budget, with citations.
-
-    \b
-    Example:
-      nexusbrain recall "what do we know about the outage" --budget 800
-    """
-    result = answers_of(ctx).recall(query, k=k, budget_tokens=budget_tokens, mode=mode)
-    if as_json:
-        emit(result)
-    else:
-        render.recall(result)
-
-
-@cli.command("explain")
-@click.argument("query")
-@click.argument("document")
-@click.option("-k", "--k", "k", type=int, help="The k to judge 'returned' by.")
-@mode_option
-@click.option("--domain", help="Apply this domain filter.")
-@click.option("--path-prefix", help="Apply this path prefix filter.")
-@click.option("--best-per-document", is_flag=True, help="As search --best-per-document.")
-@json_option
-@click.pass_context
-def explain_(
-    ctx: click.Context,
-    query: str,
-    document: str,
-    k: int | None,
-    mode: str,
-    domain: str | None,
-    path_prefix: str | None,
-    best_per_document: bool,
-    as_json: bool,
-) -> None:
-    """Why (not): where DOCUMENT (an id, uri or path) ranked for QUERY, from the very search
-    `search` runs with the same options, and the chunk it speaks of.
-
-    \b
-    Example:
-      nexusbrain explain "why did the deploy fail" ~/notes/deploy.md
-    """
-    filters = Filters(domain=domain, path_prefix=path_prefix)
-    value = answers_of(ctx).explain(
-        query, document, k=k, mode=mode, filters=filters, best_per_document=best_per_document
-    )
-    if as_json:
-        emit(value)
-    else:
-        render.explanation(value)
-
-
-@cli.command()
-@click.argument("ref")
-@click.option("--chunks", is_flag=True, help="Also list the document's chunks and spans.")
-@click.option("--lines", help="Only these lines of the content, e.g. 10-20.")
-@json_option
-@click.pass_context
-def get(ctx: click.Context, ref: str, chunks: bool, lines: str | None, as_json: bool) -> None:
-    """Show a document, by id or by path/uri.
-
-    \b
-    Example:
-      nexusbrain get 12 --lines 10-20
-      nexusbrain get ~/notes/deploy.md --chunks
-    """
-    span = _line_range(lines)
-    document = answers_of(ctx).document(ref, chunks=chunks)
-    if as_json:
-        emit(document)
-    else:
-        render.document(document, span)
-
-
-def _line_range(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    start, _, end = text.partition("-")
-    if not (start.isdigit() and (end or start).isdigit()):
-        raise InvalidInput(f"--lines {text!r} must look like 10-20 or 7")
-    return int(start), int(end or start)
-
-
-@cli.command()
-@click.argument("ref")
-@json_option
-@click.pass_context
-def delete(ctx: click.Context, ref: str, as_json: bool) -> None:
-    """Retire a document from search, by id or by path/uri (its history is kept).
-
-    \b
-    Example:
-      nexusbrain delete 12
-      nexusbrain delete ~/notes/old-plan.md
-    """
-    brain = brain_of(ctx)
-    document = brain.document(ref)
-    status = "retired" if brain.delete_document(document.id) else "already_retired"
-    if as_json:
-        emit({"id": document.id, "uri": document.uri, "status": status})
-    else:
-        click.echo(f"{status}: document {document.id} ({document.uri})")
 
 
 @cli.command("export")
@@ -524,23 +272,6 @@ def copy(source: str, target: str, as_json: bool) -> None:
             f"copied {result.documents} documents and {result.chunks} chunks"
             f" ({result.records} records)"
         )
-
-
-@cli.command()
-@json_option
-@click.pass_context
-def stats(ctx: click.Context, as_json: bool) -> None:
-    """Counts, database size and memory use.
-
-    \b
-    Example:
-      nexusbrain stats --json
-    """
-    value = answers_of(ctx).stats()
-    if as_json:
-        emit(value)
-    else:
-        render.stats(value)
 
 
 @cli.command()
@@ -671,7 +402,7 @@ def mcp(ctx: click.Context, log_level: str) -> None:
     serve_stdio(brain)
 
 
-cli.add_command(graph)
+add_commands(cli)
 
 
 def main() -> None:
