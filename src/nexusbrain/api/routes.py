@@ -46,24 +46,9 @@ def _route(
     app: FastAPI, brain: Brain, operation: Operation, http: Http, addition: Addition | None
 ) -> None:
     parameters = list(_parameters(operation, http))
-    if http.body is not None:
-        model = body_model(http.body)
-        parameters.append(
-            inspect.Parameter("body", inspect.Parameter.KEYWORD_ONLY, annotation=model)
-        )
-
-    def endpoint(**values: Any) -> JSONResponse:
-        body = values.pop("body", None)
-        chosen = values | (given(body) if body is not None else {})
-        view = operation.call(brain, **operation.arguments(Face.HTTP, chosen))
-        return JSONResponse(addition(view) if addition is not None else view)
-
+    endpoint = _endpoint(brain, operation, addition)
     endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    errors = (*http.errors, *(WRITES if http.writes else ()))
-    if http.body is not None:
-        errors += BODY
-    elif parameters:
-        errors += PARAMETERS
+    errors = _errors(http, parameters=bool(parameters))
     app.add_api_route(
         http.path,
         endpoint,
@@ -75,14 +60,40 @@ def _route(
     )
 
 
+def _endpoint(
+    brain: Brain, operation: Operation, addition: Addition | None
+) -> Callable[..., JSONResponse]:
+    """The route's function: its parameters (and body) by argument name, the call, the view."""
+
+    def endpoint(**values: Any) -> JSONResponse:
+        body = values.pop("body", None)
+        given_ = values | (given(body) if body is not None else {})
+        view = operation.call(brain, **operation.arguments(Face.HTTP, given_))
+        return JSONResponse(addition(view) if addition is not None else view)
+
+    return endpoint
+
+
+def _errors(http: Http, *, parameters: bool) -> tuple[int, ...]:
+    """The statuses the route may answer beyond every route's: its own, a write's, and those
+    of a bad body or parameter."""
+    own = (*http.errors, *(WRITES if http.writes else ()))
+    if http.body is not None:
+        return (*own, *BODY)
+    return (*own, *PARAMETERS) if parameters else own
+
+
 def _parameters(operation: Operation, http: Http) -> Iterator[inspect.Parameter]:
-    """The route's path and query parameters: the call's arguments its body does not hold,
-    each group's members one by one."""
+    """The route's path and query parameters (the call's arguments its body does not hold,
+    each group's members one by one), then its body."""
     for arg in operation.call_args():
         if in_body(arg, http):
             continue
         for member in arg.members if isinstance(arg, Group) else (arg,):
             yield _parameter(member, path=in_path(member, http))
+    if http.body is not None:
+        model = body_model(http.body)
+        yield inspect.Parameter("body", inspect.Parameter.KEYWORD_ONLY, annotation=model)
 
 
 def _parameter(arg: Arg, *, path: bool) -> inspect.Parameter:

@@ -245,7 +245,7 @@ def item_model(name: str) -> type[BaseModel]:
     return ITEMS.get(name) or body_model(name)
 
 
-def tool_args(operation: Operation) -> list[Arg | Group]:
+def _tool_args(operation: Operation) -> list[Arg | Group]:
     """An MCP tool's arguments: the call's that MCP offers, and the tool's own."""
     return [
         arg
@@ -259,7 +259,7 @@ def tool_model(name: str) -> type[BaseModel]:
     """The model of the MCP tool named `name`'s arguments."""
     operation = next(op for op in OPERATIONS if op.mcp is not None and op.mcp.name == name)
     title = "".join(word.title() for word in name.split("_")) + "Args"
-    return _model(title, Strict, tool_args(operation), strict=False)
+    return _model(title, Strict, _tool_args(operation), strict=False)
 
 
 def given(model: BaseModel) -> dict[str, Any]:

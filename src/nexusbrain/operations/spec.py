@@ -115,7 +115,7 @@ class Group(NamedTuple):
 
 class Http(NamedTuple):
     """An operation's HTTP route. Its OpenAPI entry declares 422 for a route with parameters
-    or a body, 413 and 415 for one with a body, and `errors` besides (api/openapi.py)."""
+    or a body, 413 and 415 for one with a body, and `errors` besides (api/routes.py)."""
 
     method: str
     path: str
