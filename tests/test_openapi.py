@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 from nexusbrain.brain import Brain
 from nexusbrain.config import CaptureConfig, Limits, Profile, RateLimit, ServerSettings, Settings
-from nexusbrain.operations.spec import BLANK
+from nexusbrain.operations.args import BLANK
 
 from .conftest import LiveServer, _serve, free_port
 

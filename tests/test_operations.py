@@ -14,9 +14,10 @@ from pydantic import BaseModel
 
 from nexusbrain.api import responses
 from nexusbrain.operations import BY_NAME, GROUPS, OPERATIONS
+from nexusbrain.operations.args import Arg, Face, Group, Kind, members
 from nexusbrain.operations.models import body_model, tool_model
 from nexusbrain.operations.retrieval import KINDS, MODES
-from nexusbrain.operations.spec import Arg, Face, Group, Kind, Operation, members
+from nexusbrain.operations.spec import Operation
 from nexusbrain.records import DocumentKind, SearchMode
 
 

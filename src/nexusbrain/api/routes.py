@@ -16,8 +16,9 @@ from nexusbrain.api import responses
 from nexusbrain.api.openapi import BODY, PARAMETERS, WRITES, answers
 from nexusbrain.brain import Brain
 from nexusbrain.operations import OPERATIONS
+from nexusbrain.operations.args import Arg, Face, Group
 from nexusbrain.operations.models import annotation, body_model, checks, given
-from nexusbrain.operations.spec import Arg, Face, Group, Http, Operation, View, in_body, in_path
+from nexusbrain.operations.spec import Http, Operation, View, in_body, in_path
 
 Addition = Callable[[View], View]
 

@@ -29,18 +29,8 @@ from nexusbrain.errors import (
     TooLarge,
 )
 from nexusbrain.operations import BY_NAME
-from nexusbrain.operations.spec import (
-    Arg,
-    ByReference,
-    Group,
-    Http,
-    Kind,
-    Operation,
-    View,
-    in_body,
-    in_path,
-    members,
-)
+from nexusbrain.operations.args import Arg, Group, Kind, members
+from nexusbrain.operations.spec import ByReference, Http, Operation, View, in_body, in_path
 
 _ERRORS: dict[str, type[BrainError]] = {
     cls.code: cls

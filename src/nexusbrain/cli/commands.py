@@ -13,7 +13,8 @@ import orjson
 from nexusbrain.cli.answers import answers_of
 from nexusbrain.cli.render import RENDER
 from nexusbrain.operations import GROUPS, OPERATIONS
-from nexusbrain.operations.spec import Arg, Face, Kind, Operation, Option, members
+from nexusbrain.operations.args import Arg, Face, Kind, Option, members
+from nexusbrain.operations.spec import Operation
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from nexusbrain.brain import Brain
 from nexusbrain.operations import OPERATIONS
+from nexusbrain.operations.args import Face
 from nexusbrain.operations.models import given, tool_model
-from nexusbrain.operations.spec import Face
 from nexusbrain.summaries import recall_text
 
 TOOLS = {op.mcp.name: op for op in OPERATIONS if op.mcp is not None}

@@ -7,19 +7,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from nexusbrain.errors import InvalidInput
-from nexusbrain.operations.spec import (
-    Arg,
-    ByReference,
-    Command,
-    Face,
-    Http,
-    Kind,
-    Operation,
-    Option,
-    Positional,
-    Tool,
-    View,
-)
+from nexusbrain.operations.args import Arg, Face, Kind, Option, Positional
+from nexusbrain.operations.spec import ByReference, Command, Http, Operation, Tool, View
 
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain

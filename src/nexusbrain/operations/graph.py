@@ -6,21 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from nexusbrain.errors import InvalidInput
-from nexusbrain.operations.spec import (
-    HAS_WORDS,
-    TIME,
-    Arg,
-    Command,
-    Face,
-    Http,
-    Kind,
-    Most,
-    Operation,
-    Option,
-    Positional,
-    Tool,
-    View,
-)
+from nexusbrain.operations.args import HAS_WORDS, TIME, Arg, Face, Kind, Most, Option, Positional
+from nexusbrain.operations.spec import Command, Http, Operation, Tool, View
 
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain

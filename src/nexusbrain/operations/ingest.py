@@ -5,18 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nexusbrain.operations.spec import (
-    HAS_TEXT,
-    Arg,
-    Command,
-    Http,
-    Kind,
-    Operation,
-    Option,
-    Positional,
-    Tool,
-    View,
-)
+from nexusbrain.operations.args import HAS_TEXT, Arg, Kind, Option, Positional
+from nexusbrain.operations.spec import Command, Http, Operation, Tool, View
 
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain

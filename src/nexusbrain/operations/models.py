@@ -26,17 +26,8 @@ from pydantic.fields import FieldInfo
 
 from nexusbrain.config import GraphConfig, Limits
 from nexusbrain.operations import OPERATIONS
-from nexusbrain.operations.spec import (
-    HAS_WORDS,
-    TIME,
-    Arg,
-    Face,
-    Group,
-    Kind,
-    Most,
-    Operation,
-    in_body,
-)
+from nexusbrain.operations.args import HAS_WORDS, TIME, Arg, Face, Group, Kind, Most
+from nexusbrain.operations.spec import Operation, in_body
 from nexusbrain.records import MAX_ID, json_problem
 
 

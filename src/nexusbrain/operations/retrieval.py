@@ -5,22 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from nexusbrain.operations.spec import (
+from nexusbrain.operations.args import (
     HAS_WORDS,
     TIME,
     Arg,
-    Command,
     Face,
     Group,
-    Http,
     Kind,
     Most,
-    Operation,
     Option,
     Positional,
-    Tool,
-    View,
 )
+from nexusbrain.operations.spec import Command, Http, Operation, Tool, View
 
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain
