@@ -182,3 +182,12 @@ DELETE_DOCUMENT = Operation(
         writes=True,
     ),
 )
+
+OPERATIONS = (
+    DOCUMENT,
+    FIND_DOCUMENT,
+    GET_DOCUMENT,
+    DOCUMENT_HISTORY,
+    DELETE_DOCUMENT,
+    DELETE,
+)

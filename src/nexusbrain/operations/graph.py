@@ -332,3 +332,5 @@ TRAVERSE = Operation(
         """,
     ),
 )
+
+OPERATIONS = (RELATIONS, HISTORY, INGEST, TRAVERSE)

@@ -263,3 +263,5 @@ EXPLAIN = Operation(
         """,
     ),
 )
+
+OPERATIONS = (RECALL, SEARCH, EXPLAIN)

@@ -50,3 +50,5 @@ STATS = Operation(
         """,
     ),
 )
+
+OPERATIONS = (STATS, HEALTH, VERSION)
