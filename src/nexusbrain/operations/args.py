@@ -1,9 +1,9 @@
 """The arguments of an operation (operations/spec.py): what each holds, the checks HTTP and
 MCP apply to it, the names it travels under and its command-line form.
 
-Standard library only, and no dataclasses: the command line's fast path reads the table at
-start-up, and a frozen dataclass is compiled from source when its class is made (1.5 to 3 ms
-each for these, measured), a NamedTuple in a tenth of that.
+Standard library only, and NamedTuples rather than dataclasses: the command line's fast path
+reads the table at start-up, and a frozen dataclass is compiled from source when its class is
+made, a NamedTuple at a fraction of that cost (docs/design/operations.md).
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from nexusbrain.brain import Brain
     from nexusbrain.records import SearchFilters
 
-# records.SearchMode's and records.DocumentKind's values (tests/test_operations.py checks):
-# importing records would cost the command line's fast path ~10 ms
+# records.SearchMode's and records.DocumentKind's values (tests/test_operations.py checks): the
+# command line's fast path reads these, and does not import records (its dataclasses)
 MODES = ("conservative", "balanced", "tokenmax")
 KINDS = ("markdown", "memory", "conversation", "text", "rst", "asciidoc", "html", "pdf", "code")
 
