@@ -17,7 +17,7 @@ from nexusbrain.api.openapi import BODY, PARAMETERS, WRITES, answers
 from nexusbrain.brain import Brain
 from nexusbrain.operations import OPERATIONS
 from nexusbrain.operations.args import Arg, Face, Group
-from nexusbrain.operations.models import annotation, body_model, checks, given
+from nexusbrain.operations.models import annotation, body_model, checks, values_of
 from nexusbrain.operations.spec import Http, Operation, View, in_body, in_path
 
 Addition = Callable[[View], View]
@@ -68,8 +68,8 @@ def _endpoint(
 
     def endpoint(**values: Any) -> JSONResponse:
         body = values.pop("body", None)
-        given_ = values | (given(body) if body is not None else {})
-        view = operation.call(brain, **operation.arguments(Face.HTTP, given_))
+        given = values | (values_of(body) if body is not None else {})
+        view = operation.call(brain, **operation.arguments(Face.HTTP, given))
         return JSONResponse(addition(view) if addition is not None else view)
 
     return endpoint

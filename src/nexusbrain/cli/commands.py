@@ -5,6 +5,7 @@ process (cli/answers.py) and prints the view, JSON with --json, else as cli/rend
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import click
@@ -19,16 +20,58 @@ from nexusbrain.operations.spec import Operation
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def add_commands(root: click.Group) -> None:
-    """Each operation's command, in its group ("graph add" in `graph`) or at the top."""
-    groups = {name: click.Group(name, help=text) for name, text in GROUPS.items()}
+class LazyGroup(click.Group):
+    """A group whose commands are made when first asked for, and listed with their help
+    without being made: a command line makes only the command it runs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy: dict[str, tuple[Callable[[], click.Command], str]] = {}
+
+    def add_lazy(self, name: str, make: Callable[[], click.Command], help: str) -> None:
+        """`name`'s command, made by `make` when it is used; `help` is its help (or its first
+        line), for the list of commands."""
+        self.lazy[name] = (make, help)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy and name not in self.commands:
+            self.add_command(self.lazy[name][0](), name)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in self.lazy and name not in self.commands:  # its help, without making it
+                command: click.Command | None = click.Command(name, help=self.lazy[name][1])
+            else:
+                command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def add_commands(root: LazyGroup, group: str | None = None) -> None:
+    """The operations' commands in `root`: those of `group` ("graph add" is `add` in the
+    group `graph`), else those at the top and each group."""
     for operation in OPERATIONS:
         if operation.cli is not None:
             *words, name = operation.cli.name.split()
-            parent = groups[words[0]] if words else root
-            parent.add_command(command(operation, name, operation.cli.help))
-    for group in groups.values():
-        root.add_command(group)
+            if (words[0] if words else None) == group:
+                root.add_lazy(name, partial(command, operation, name), operation.cli.help)
+    for name, help in GROUPS.items() if group is None else ():
+        root.add_lazy(name, partial(_group, name, help), help)
+
+
+def _group(name: str, help: str) -> click.Command:
+    made = LazyGroup(name, help=help)
+    add_commands(made, name)
+    return made
 
 
 def emit(value: Any) -> None:
@@ -45,7 +88,9 @@ def json_option(func: F) -> F:
     return click.option(*JSON, is_flag=True, help=JSON_HELP)(func)
 
 
-def command(operation: Operation, name: str, help: str) -> click.Command:
+def command(operation: Operation, name: str) -> click.Command:
+    """The operation's command: its arguments and options as declared, and --json."""
+    assert operation.cli is not None
     params = [_param(arg) for arg in members(operation.args) if arg.cli is not None]
     params.append(click.Option(list(JSON), is_flag=True, help=JSON_HELP))
 
@@ -60,7 +105,7 @@ def command(operation: Operation, name: str, help: str) -> click.Command:
         else:
             printer(view, given)
 
-    return click.Command(name, params=params, callback=run, help=help)
+    return click.Command(name, params=params, callback=run, help=operation.cli.help)
 
 
 def _param(arg: Arg) -> click.Parameter:

@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ import orjson
 from nexusbrain import __version__
 from nexusbrain.cli import render
 from nexusbrain.cli.answers import brain_of
-from nexusbrain.cli.commands import add_commands, emit, json_option
+from nexusbrain.cli.commands import LazyGroup, add_commands, emit, json_option
 from nexusbrain.errors import BrainError
 
 # Commands loaded only when they run, with the one-line help `nexusbrain --help` lists for
@@ -47,9 +48,8 @@ LAZY = {
 }
 
 
-class BrainGroup(click.Group):
-    """Turns a BrainError into a one-line message and exit code 1, and loads the commands of
-    LAZY on first use."""
+class BrainGroup(LazyGroup):
+    """Turns a BrainError into a one-line message and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -57,28 +57,6 @@ class BrainGroup(click.Group):
         except BrainError as exc:
             click.echo(f"error: {exc.message}", err=True)
             ctx.exit(1)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *LAZY})
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in LAZY and name not in self.commands:
-            self.add_command(load_lazy(name), name)
-        return super().get_command(ctx, name)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        names = self.list_commands(ctx)
-        limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = []
-        for name in names:
-            if name in LAZY and name not in self.commands:  # its help, without importing it
-                command: click.Command | None = click.Command(name, help=LAZY[name][1])
-            else:
-                command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit)))
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
 
 
 def load_lazy(name: str) -> click.Command:
@@ -402,7 +380,14 @@ def mcp(ctx: click.Context, log_level: str) -> None:
     serve_stdio(brain)
 
 
-add_commands(cli)
+def _add_commands(group: LazyGroup) -> None:
+    """The operations' commands, and those of LAZY; each made when it runs."""
+    add_commands(group)
+    for name, (_, summary) in LAZY.items():
+        group.add_lazy(name, partial(load_lazy, name), summary)
+
+
+_add_commands(cli)
 
 
 def main() -> None:

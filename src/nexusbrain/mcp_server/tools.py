@@ -12,7 +12,7 @@ from typing import Any
 from nexusbrain.brain import Brain
 from nexusbrain.operations import OPERATIONS
 from nexusbrain.operations.args import Face
-from nexusbrain.operations.models import given, tool_model
+from nexusbrain.operations.models import tool_model, values_of
 from nexusbrain.summaries import recall_text
 
 TOOLS = {op.mcp.name: op for op in OPERATIONS if op.mcp is not None}
@@ -32,7 +32,7 @@ def answer(name: str, brain: Brain, arguments: Mapping[str, Any]) -> Answer:
     """The answer of the tool `name` to these arguments. Raises pydantic's ValidationError
     for arguments its model refuses, and what the operation raises."""
     operation = TOOLS[name]
-    args = given(tool_model(name).model_validate(arguments))
+    args = values_of(tool_model(name).model_validate(arguments))
     view = operation.call(brain, **operation.arguments(Face.MCP, args))
     text = TEXT.get(name)
     return Answer(view, text(view) if text is not None else None)

@@ -1,16 +1,17 @@
 """The arguments of an operation (operations/spec.py): what each holds, the checks HTTP and
 MCP apply to it, the names it travels under and its command-line form.
 
-Standard library only, and NamedTuples rather than dataclasses: the command line's fast path
-reads the table at start-up, and a frozen dataclass is compiled from source when its class is
-made, a NamedTuple at a fraction of that cost (docs/design/operations.md).
+Standard library only, and plain classes whose fields are Final (mypy keeps them unchanged):
+the command line's fast path reads the table at start-up, and a frozen dataclass or a
+NamedTuple is compiled from source when its class is made, a plain class is not
+(docs/design/operations.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, Final
 
 
 class Kind(StrEnum):
@@ -46,47 +47,90 @@ class Most(StrEnum):
     DEPTH = "max_depth"
 
 
-class Option(NamedTuple):
-    """An argument as a command-line option."""
+class Option:
+    """An argument as a command-line option: its flags ("-k", "--k"), its help, and `parse`,
+    which turns the text given into the value (raising InvalidInput)."""
 
-    decls: tuple[str, ...]  # ("-k", "--k")
-    help: str
-    show_default: bool = False
-    parse: Callable[[str], Any] | None = None  # the text to the value; raises InvalidInput
+    def __init__(
+        self,
+        decls: tuple[str, ...],
+        help: str,
+        *,
+        show_default: bool = False,
+        parse: Callable[[str], Any] | None = None,
+    ) -> None:
+        self.decls: Final = decls
+        self.help: Final = help
+        self.show_default: Final = show_default
+        self.parse: Final = parse
 
 
-class Positional(NamedTuple):
-    """An argument as a command-line argument (its metavar: the name in capitals)."""
+class Positional:
+    """An argument as a command-line argument (its metavar: the name in capitals); `many`:
+    any number of words (nargs=-1)."""
 
-    many: bool = False  # any number of words (nargs=-1)
+    def __init__(self, *, many: bool = False) -> None:
+        self.many: Final = many
 
 
-class Arg(NamedTuple):
+class Arg:
     """One argument. Its name is the Brain call's keyword; it travels under `wire` (HTTP
     bodies, MCP arguments) and `http` (HTTP query and path parameters) when those differ.
     The checks (bounds, lengths, choices) are those HTTP and MCP apply before the call;
-    `schema` holds what is declared to OpenAPI only, because the core enforces it itself."""
+    `schema` holds what is declared to OpenAPI only, because the core enforces it itself,
+    and `most` a maximum that is a setting. `items` names the model of each item of a
+    Kind.ITEMS. `query`: a query parameter of a route that reads a body; `mcp`: an argument
+    of the operation's MCP tool; `only`: that interface's own (for its adapter or printer),
+    not the call's; `cli`: its command-line form (None: not on the command line)."""
 
-    name: str
-    kind: Kind = Kind.TEXT
-    help: str = ""
-    default: Any = None
-    required: bool = False
-    choices: tuple[str, ...] = ()
-    ge: int | None = None
-    le: int | None = None
-    min_length: int | None = None
-    max_length: int | None = None
-    most: Most | None = None
-    schema: Mapping[str, Any] | None = None
-    example: str | None = None
-    items: str | None = None  # Kind.ITEMS: the model of each item
-    wire: str | None = None
-    http: str | None = None
-    query: bool = False  # a query parameter of a route that reads a body
-    mcp: bool = True  # an argument of the operation's MCP tool
-    only: Face | None = None  # that interface's own (for its adapter or renderer), not the call's
-    cli: Option | Positional | None = None  # its command-line form; None: not on the command line
+    def __init__(
+        self,
+        name: str,
+        kind: Kind = Kind.TEXT,
+        *,
+        help: str = "",
+        default: Any = None,
+        required: bool = False,
+        choices: tuple[str, ...] = (),
+        ge: int | None = None,
+        le: int | None = None,
+        min_length: int | None = None,
+        max_length: int | None = None,
+        most: Most | None = None,
+        schema: Mapping[str, Any] | None = None,
+        example: str | None = None,
+        items: str | None = None,
+        wire: str | None = None,
+        http: str | None = None,
+        query: bool = False,
+        mcp: bool = True,
+        only: Face | None = None,
+        cli: Option | Positional | None = None,
+    ) -> None:
+        self.name: Final = name
+        self.kind: Final = kind
+        self.help: Final = help
+        self.default: Final = default
+        self.required: Final = required
+        self.choices: Final = choices
+        self.ge: Final = ge
+        self.le: Final = le
+        self.min_length: Final = min_length
+        self.max_length: Final = max_length
+        self.most: Final = most
+        self.schema: Final = schema
+        self.example: Final = example
+        self.items: Final = items
+        self.wire: Final = wire
+        self.http: Final = http
+        self.query: Final = query
+        self.mcp: Final = mcp
+        self.only: Final = only
+        self.cli: Final = cli
+
+    def replace(self, **changes: Any) -> Arg:
+        """This argument with these fields changed (its fields are its keywords)."""
+        return Arg(**(vars(self) | changes))
 
     @property
     def wire_name(self) -> str:
@@ -97,15 +141,20 @@ class Arg(NamedTuple):
         return self.http or self.wire_name
 
 
-class Group(NamedTuple):
+class Group:
     """Arguments that travel together: one object in a body and among MCP arguments (named
     `model` in the OpenAPI document), and flat query parameters and command-line options. The
     call gets a dict of the members given."""
 
-    name: str
-    model: str
-    members: tuple[Arg, ...]
-    help: str = ""
+    def __init__(self, name: str, model: str, members: tuple[Arg, ...], *, help: str = "") -> None:
+        self.name: Final = name
+        self.model: Final = model
+        self.members: Final = members
+        self.help: Final = help
+
+    def replace(self, **changes: Any) -> Group:
+        """This group with these fields changed."""
+        return Group(**(vars(self) | changes))
 
 
 def members(args: Iterable[Arg | Group]) -> Iterator[Arg]:

@@ -102,7 +102,7 @@ DOCUMENT = Operation(
         Arg("path", only=Face.MCP, min_length=1, help="or its path/uri (a hit's uri)"),
         Arg("line_start", Kind.INT, ge=1, help="first line to return (from 1)"),
         Arg("line_end", Kind.INT, ge=1, help="last line to return (inclusive)"),
-        CHUNKS._replace(cli=Option(("--chunks",), "Also list the document's chunks and spans.")),
+        CHUNKS.replace(cli=Option(("--chunks",), "Also list the document's chunks and spans.")),
         Arg(
             "lines",
             only=Face.CLI,

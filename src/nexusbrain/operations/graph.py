@@ -193,7 +193,7 @@ def _end(name: str, wire: str, help: str) -> Arg:
     """An end of the relationships asked for, by its entity's name (MCP's tool names one
     entity and which end it is instead: entity_of)."""
     flag = Option((f"--{wire}",), f"{help[0].upper()}{help[1:]}.")
-    return ENTITY._replace(name=name, wire=wire, help=help, mcp=False, cli=flag)
+    return ENTITY.replace(name=name, wire=wire, help=help, mcp=False, cli=flag)
 
 
 def entity_of(given: Mapping[str, Any]) -> dict[str, Any]:
@@ -209,7 +209,7 @@ RELATIONS = Operation(
     (
         _end("from_name", "from", "the subject entity"),
         _end("to_name", "to", "the object entity"),
-        ENTITY._replace(
+        ENTITY.replace(
             required=True, only=Face.MCP, help="the entity's name", example=None, schema=None
         ),
         Arg(
@@ -298,7 +298,7 @@ TRAVERSE = Operation(
     "traverse",
     traverse,
     (
-        ENTITY._replace(
+        ENTITY.replace(
             name="start", wire="from", required=True, help="where to start", cli=Positional()
         ),
         Arg(

@@ -77,7 +77,7 @@ ADD = Operation(
             help="who or what said it (an agent, a url...)",
             cli=Option(("--source",), "Where the memory came from (an agent, a url...)."),
         ),
-        DOMAIN._replace(cli=Option(("--domain",), "Domain to file it under.")),
+        DOMAIN.replace(cli=Option(("--domain",), "Domain to file it under.")),
         Arg(
             "tags",
             Kind.TEXTS,
@@ -119,7 +119,7 @@ INGEST_MARKDOWN = Operation(
             schema=HAS_TEXT,
         ),
         Arg("uri", min_length=1, max_length=4000),
-        DOMAIN._replace(help=""),
+        DOMAIN.replace(help=""),
         Arg("metadata", Kind.OBJECT),
     ),
     http=Http("POST", "/ingest/markdown", "ingest", "WriteOut", body="MarkdownIn", writes=True),
@@ -154,7 +154,7 @@ INGEST_CONVERSATION = Operation(
     ingest_conversation,
     (
         Arg("sessions", Kind.ITEMS, required=True, items="SessionIn", min_length=1),
-        DOMAIN._replace(help=""),
+        DOMAIN.replace(help=""),
         Arg("index_roles", Kind.TEXTS),
     ),
     http=Http(

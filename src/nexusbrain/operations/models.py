@@ -253,7 +253,7 @@ def tool_model(name: str) -> type[BaseModel]:
     return _model(title, Strict, _tool_args(operation), strict=False)
 
 
-def given(model: BaseModel) -> dict[str, Any]:
+def values_of(model: BaseModel) -> dict[str, Any]:
     """A validated model's values by argument name; what it holds of models, as JSON objects
     (under their wire names, without what was not given)."""
     return {name: _plain(getattr(model, name)) for name in type(model).model_fields}

@@ -69,8 +69,8 @@ BEST = Arg(
 
 def filters(**options: Option) -> Group:
     """The filters, with these members offered as command-line options."""
-    return FILTERS._replace(
-        members=tuple(m._replace(cli=options.get(m.name)) for m in FILTERS.members)
+    return FILTERS.replace(
+        members=tuple(m.replace(cli=options.get(m.name)) for m in FILTERS.members)
     )
 
 
@@ -140,7 +140,7 @@ SEARCH = Operation(
     search,
     (
         QUERY,
-        K._replace(cli=Option(("-k", "--k"), "How many hits (default: the mode's).")),
+        K.replace(cli=Option(("-k", "--k"), "How many hits (default: the mode's).")),
         MODE,
         filters(
             domain=Option(("--domain",), "Only this domain."),
@@ -149,9 +149,7 @@ SEARCH = Operation(
             ),
             document_id=Option(("--document",), "Only this document id."),
         ),
-        BEST._replace(
-            cli=Option(("--best-per-document",), "Keep only each document's best chunk.")
-        ),
+        BEST.replace(cli=Option(("--best-per-document",), "Keep only each document's best chunk.")),
         Arg("graph", Kind.BOOL, default=False, help="add the top hits' graph context", mcp=False),
         Arg(
             "explain",
@@ -187,7 +185,7 @@ RECALL = Operation(
     recall,
     (
         QUERY,
-        K._replace(
+        K.replace(
             help="hits to consider (default: the mode's)",
             cli=Option(("-k", "--k"), "Hits to consider (default: the mode's)."),
         ),
@@ -243,13 +241,13 @@ EXPLAIN = Operation(
             example="alice.md",
             cli=Positional(),
         ),
-        K._replace(cli=Option(("-k", "--k"), "The k to judge 'returned' by.")),
+        K.replace(cli=Option(("-k", "--k"), "The k to judge 'returned' by.")),
         MODE,
         filters(
             domain=Option(("--domain",), "Apply this domain filter."),
             path_prefix=Option(("--path-prefix",), "Apply this path prefix filter."),
         ),
-        BEST._replace(cli=Option(("--best-per-document",), "As search --best-per-document.")),
+        BEST.replace(cli=Option(("--best-per-document",), "As search --best-per-document.")),
     ),
     http=Http("GET", "/explain", "retrieval", "ExplanationOut", errors=(404,)),
     cli=Command(
