@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Self
 
 
 class Kind(StrEnum):
@@ -47,7 +47,16 @@ class Most(StrEnum):
     DEPTH = "max_depth"
 
 
-class Option:
+class Spec:
+    """A part of a declaration: a plain class whose fields are its __init__'s keywords, each
+    set once, in __init__ (Final)."""
+
+    def replace(self, **changes: Any) -> Self:
+        """This part with these fields changed."""
+        return type(self)(**(vars(self) | changes))
+
+
+class Option(Spec):
     """An argument as a command-line option: its flags ("-k", "--k"), its help, and `parse`,
     which turns the text given into the value (raising InvalidInput)."""
 
@@ -65,7 +74,7 @@ class Option:
         self.parse: Final = parse
 
 
-class Positional:
+class Positional(Spec):
     """An argument as a command-line argument (its metavar: the name in capitals); `many`:
     any number of words (nargs=-1)."""
 
@@ -73,7 +82,7 @@ class Positional:
         self.many: Final = many
 
 
-class Arg:
+class Arg(Spec):
     """One argument. Its name is the Brain call's keyword; it travels under `wire` (HTTP
     bodies, MCP arguments) and `http` (HTTP query and path parameters) when those differ.
     The checks (bounds, lengths, choices) are those HTTP and MCP apply before the call;
@@ -128,10 +137,6 @@ class Arg:
         self.only: Final = only
         self.cli: Final = cli
 
-    def replace(self, **changes: Any) -> Arg:
-        """This argument with these fields changed (its fields are its keywords)."""
-        return Arg(**(vars(self) | changes))
-
     @property
     def wire_name(self) -> str:
         return self.wire or self.name
@@ -141,7 +146,7 @@ class Arg:
         return self.http or self.wire_name
 
 
-class Group:
+class Group(Spec):
     """Arguments that travel together: one object in a body and among MCP arguments (named
     `model` in the OpenAPI document), and flat query parameters and command-line options. The
     call gets a dict of the members given."""
@@ -151,10 +156,6 @@ class Group:
         self.model: Final = model
         self.members: Final = members
         self.help: Final = help
-
-    def replace(self, **changes: Any) -> Group:
-        """This group with these fields changed."""
-        return Group(**(vars(self) | changes))
 
 
 def members(args: Iterable[Arg | Group]) -> Iterator[Arg]:

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
-from nexusbrain.operations.args import Arg, Face, Group
+from nexusbrain.operations.args import Arg, Face, Group, Spec
 
 View = dict[str, Any]  # a JSON view (views.py): what every interface answers with
 Adapt = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
-class Http:
+class Http(Spec):
     """An operation's HTTP route: its method and path, its OpenAPI tag, the model of its
     answer (api/responses.py) and of its body (made from the body's arguments). Its OpenAPI
     entry declares 422 for a route with parameters or a body, 413 and 415 for one with a
@@ -52,7 +52,7 @@ class Http:
         self.adds: Final = adds
 
 
-class Tool:
+class Tool(Spec):
     """An operation's MCP tool. `adapt` turns the tool's own arguments into the call's."""
 
     def __init__(
@@ -71,7 +71,7 @@ class Tool:
         self.adapt: Final = adapt
 
 
-class Command:
+class Command(Spec):
     """An operation's command: `name` is its words ("graph add"), `help` its help with an
     example. `adapt` turns the command's own arguments into the call's."""
 
@@ -81,7 +81,7 @@ class Command:
         self.adapt: Final = adapt
 
 
-class ByReference:
+class ByReference(Spec):
     """How the command line asks a server about a document named by a reference: by id
     (`by_id` takes `document_id`) when it is digits, else by uri (`by_uri` takes `uri`), as
     given and then as the file it names here, the order Brain.document tries them in."""
@@ -91,7 +91,7 @@ class ByReference:
         self.by_uri: Final = by_uri
 
 
-class Operation:
+class Operation(Spec):
     """One question to the brain. `call(brain, **args)` asks it in process and returns its
     view; every interface that offers it answers with that view. An operation that `stores`
     adds to the brain: the command line makes one where there is none. `remote`: a server
