@@ -12,21 +12,14 @@ in process, and the commands of `eval` and `bench` only when they run.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import sys
-import time
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from nexusbrain import __version__
-from nexusbrain.cli import render
-from nexusbrain.cli.answers import brain_of
-from nexusbrain.cli.commands import LazyGroup, add_commands, emit, json_option
+from nexusbrain.cli.commands import LazyGroup, add_commands
 from nexusbrain.errors import BrainError
 
 # Commands loaded only when they run, with the one-line help `nexusbrain --help` lists for
@@ -44,6 +37,35 @@ LAZY = {
     "eval": (
         "nexusbrain.cli.eval:eval_group",
         "Measure retrieval quality: judged sets, BEIR, LoCoMo, LongMemEval, known items.",
+    ),
+    "ingest-dir": (
+        "nexusbrain.cli.bulk:ingest_dir",
+        "Ingest a folder of .md/.markdown/.txt files, incrementally.",
+    ),
+    "export": (
+        "nexusbrain.cli.bulk:export_",
+        "Write every record as JSON lines (to stdout, or --output FILE).",
+    ),
+    "import": (
+        "nexusbrain.cli.bulk:import_",
+        "Load records written by `export` (a file, or - for stdin) into this brain.",
+    ),
+    "backup": (
+        "nexusbrain.cli.bulk:backup",
+        "Copy the whole brain to TARGET (a new file), consistent while a server goes on writing.",
+    ),
+    "copy": (
+        "nexusbrain.cli.bulk:copy",
+        "Copy the brain at SOURCE into a new, empty brain at TARGET, losslessly: each a SQLite"
+        " file or a postgresql:// URL (one ?schema= per brain).",
+    ),
+    "serve": (
+        "nexusbrain.cli.serve:serve",
+        "Start the HTTP API, the web UI (/app) and the API docs (/docs).",
+    ),
+    "mcp": (
+        "nexusbrain.cli.serve:mcp",
+        "Serve MCP over stdio, for an agent that starts nexusbrain as its memory server.",
     ),
 }
 
@@ -101,283 +123,6 @@ def cli(ctx: click.Context, db: str | None, local: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
     ctx.obj["local"] = local
-
-
-@cli.command("ingest-dir")
-@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--domain", help="Domain to file these documents under (default: 'default').")
-@click.option(
-    "--strict", is_flag=True, help="Exit with status 1 if any file was skipped (default: 0)."
-)
-@click.option("--watch", is_flag=True, help="Then keep the brain in step as files change.")
-@json_option
-@click.pass_context
-def ingest_dir(
-    ctx: click.Context, folder: Path, domain: str | None, strict: bool, watch: bool, as_json: bool
-) -> None:
-    """Ingest a folder of .md/.markdown/.txt files, incrementally.
-
-    Unchanged files cost nothing, changed files are re-chunked, and files gone from disk are
-    retired from search. Files that cannot be ingested are skipped and listed on stderr with
-    the reason; the run still succeeds (exit 0), unless --strict is given.
-    With --watch it then follows the folder until Ctrl-C, one line per file it changes
-    (editors that save through a temporary file and a rename are followed too).
-
-    \b
-    Example:
-      nexusbrain ingest-dir ~/notes --domain notes
-      nexusbrain ingest-dir ~/notes --watch
-    """
-    from nexusbrain import views
-
-    brain = brain_of(ctx, create=True)
-    with render.Bars(not as_json) as bars:
-        report = brain.ingest_dir(folder, domain=domain, progress=bars)
-        brain.admin.embed_missing(bars)
-    brain.admin.refresh_index()
-    if as_json:
-        emit(views.directory_report(report))
-    else:
-        render.directory_report(report)
-    if report.errors and strict:
-        ctx.exit(1)
-    if watch:
-        click.echo(f"watching {report.root} (Ctrl-C to stop)", err=True)
-        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C while a sync is printed
-            brain.watch_dir(folder, domain=domain, on_sync=render.file_changes)
-
-
-@cli.command("export")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File.")
-@click.pass_context
-def export_(ctx: click.Context, output: Path | None) -> None:
-    """Write every record as JSON lines (to stdout, or --output FILE).
-
-    \b
-    Example:
-      nexusbrain export -o backup.jsonl
-    """
-    records = brain_of(ctx).admin.export()
-    if output is None:
-        for record in records:
-            sys.stdout.buffer.write(orjson.dumps(record) + b"\n")
-        return
-    with output.open("wb") as handle:
-        for record in records:
-            handle.write(orjson.dumps(record) + b"\n")
-
-
-@cli.command()
-@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
-@json_option
-@click.pass_context
-def backup(ctx: click.Context, target: Path, as_json: bool) -> None:
-    """Copy the whole brain to TARGET (a new file), consistent while a server goes on writing.
-
-    For SQLite the copy is itself a brain (`nexusbrain --db TARGET stats`); for PostgreSQL it
-    is the brain's export, one snapshot, that `import` restores (or use pg_dump).
-
-    \b
-    Example:
-      nexusbrain backup ~/backups/brain-2026-12-01.db
-    """
-    started = time.perf_counter()
-    path = brain_of(ctx).admin.backup(target)
-    value = {
-        "path": str(path),
-        "bytes": path.stat().st_size,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    if as_json:
-        emit(value)
-    else:
-        click.echo(f"backed up to {value['path']} ({value['bytes']:,} bytes)")
-
-
-@cli.command("import")
-@click.argument("source", type=click.File("rb"))
-@json_option
-@click.pass_context
-def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
-    """Load records written by `export` (a file, or - for stdin) into this brain.
-
-    Into an empty brain the records are restored with their ids. Into one that holds data
-    they are merged: a document whose path is already stored gets the newer version (its
-    older versions are kept as revisions), the rest is added with new ids, and facts keep
-    their lineage. Records that would contradict what is stored are refused, all of them
-    listed, and nothing is written.
-
-    \b
-    Example:
-      nexusbrain --db restored.db import backup.jsonl
-    """
-    from nexusbrain import views
-    from nexusbrain.jsonlines import parse_lines
-
-    brain = brain_of(ctx, create=True)
-    with render.Bars(not as_json) as bars:
-        result = views.import_result(brain.admin.import_records(parse_lines(source), bars))
-        brain.admin.embed_missing(bars)  # a slow profile's vectors too, before the command ends
-    if as_json:
-        emit(result)
-    else:
-        render.import_summary(result)
-
-
-@cli.command()
-@click.argument("source", metavar="SOURCE")
-@click.argument("target", metavar="TARGET")
-@json_option
-def copy(source: str, target: str, as_json: bool) -> None:
-    """Copy the brain at SOURCE into a new, empty brain at TARGET, losslessly: each a SQLite
-    file or a postgresql:// URL (one ?schema= per brain). The copy is re-embedded; its
-    export is the source's, byte for byte. --db is not used.
-
-    \b
-    Example:
-      nexusbrain copy ~/brain.db 'postgresql://team@db.lan/brains?schema=team_a'
-      nexusbrain copy 'postgresql://team@db.lan/brains?schema=team_a' restored.db
-    """
-    from nexusbrain import views
-    from nexusbrain.brain import Brain
-
-    with Brain.open(source, create=False) as brain, render.Bars(not as_json) as bars:
-        result = brain.admin.copy_to(target, progress=bars)
-    if as_json:
-        emit(views.import_result(result))
-    else:
-        click.echo(
-            f"copied {result.documents} documents and {result.chunks} chunks"
-            f" ({result.records} records)"
-        )
-
-
-@cli.command()
-@click.option("--host", help="Address to listen on. Default: $BRAIN_BIND_HOST, else 127.0.0.1.")
-@click.option("--port", type=int, help="Port (0: any free one). Default: $BIND_PORT, else 8765.")
-@click.option("--log-level", default="info", show_default=True)
-@click.option("--mcp", is_flag=True, help="Also serve MCP (streamable HTTP) at /mcp.")
-@click.option(
-    "--watch",
-    "folders",
-    multiple=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Keep this folder ingested as its files change (repeat for more).",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes answering requests: one per core lets concurrent searches use them all "
-    "(not with --mcp).",
-)
-@click.pass_context
-def serve(
-    ctx: click.Context,
-    host: str | None,
-    port: int | None,
-    log_level: str,
-    mcp: bool,
-    folders: tuple[Path, ...],
-    workers: int,
-) -> None:
-    """Start the HTTP API, the web UI (/app) and the API docs (/docs). Binding beyond
-    loopback needs BRAIN_API_TOKEN.
-
-    While it runs, search, recall, get, explain, add, stats and graph on this brain send it
-    one request each instead of loading the brain themselves. With --mcp, agents also reach
-    the brain over MCP at /mcp, behind the same token.
-
-    \b
-    Example:
-      nexusbrain serve --port 8765
-      curl 'http://127.0.0.1:8765/search?q=deploy+failure'
-      nexusbrain serve --mcp --watch ~/notes
-      nexusbrain serve --workers 2
-    """
-    import threading
-
-    from nexusbrain.api.server import run
-
-    brain = brain_of(ctx, create=True)
-    stop = threading.Event()
-    watchers = [
-        threading.Thread(
-            target=brain.watch_dir,
-            args=(folder,),
-            kwargs={"on_sync": render.file_changes, "stop": stop},
-            name=f"nexusbrain-watch-{n}",
-            daemon=True,
-        )
-        for n, folder in enumerate(folders)
-    ]
-
-    def say_where(url: str) -> None:
-        click.echo(f"nexusbrain {__version__}: serving {brain.stats().db_path} at {url}")
-        click.echo(f"  web UI    {url}/app")
-        click.echo(f"  API docs  {url}/docs")
-        if mcp:
-            click.echo(f"  MCP       {url}/mcp")
-        for folder in folders:
-            click.echo(f"  watching  {folder.expanduser().resolve()}")
-        for watcher in watchers:
-            watcher.start()
-
-    try:
-        run(
-            brain,
-            host=host,
-            port=port,
-            log_level=log_level,
-            mcp=mcp,
-            on_listen=say_where,
-            workers=workers,
-        )
-    finally:
-        stop.set()
-        for watcher in watchers:
-            watcher.join(timeout=10)
-
-
-@cli.command()
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="warning",
-    show_default=True,
-    help="Logs go to stderr.",
-)
-@click.pass_context
-def mcp(ctx: click.Context, log_level: str) -> None:
-    """Serve MCP over stdio, for an agent that starts nexusbrain as its memory server.
-
-    stdout carries only the protocol; logs go to stderr. Stops when the client closes stdin.
-    When a server started with --mcp is running for the brain, this relays to it (one warm
-    brain for every agent) instead of loading the brain; --local loads it all the same.
-
-    \b
-    Example:
-      nexusbrain --db ~/brain.db mcp
-    """
-    import logging
-
-    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), force=True)
-    if not ctx.obj["local"] and ctx.obj.get("brain") is None:
-        from nexusbrain.discovery import locate
-
-        found = locate(ctx.obj["db"])
-        if found is not None and found.mcp is not False:
-            from nexusbrain.mcp_server.relay import relay
-
-            relay(found.url, found.token, sys.stdin.buffer, sys.stdout.buffer)
-            return
-    from nexusbrain.mcp_server import serve_stdio
-
-    with contextlib.redirect_stdout(sys.stderr):  # nothing but protocol may reach stdout
-        brain = brain_of(ctx, create=True)
-        brain.admin.embed_missing(wait=False)  # as `serve` does: after a model change or an import
-    serve_stdio(brain)
 
 
 def _add_commands(group: LazyGroup) -> None:
