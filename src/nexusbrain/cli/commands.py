@@ -64,8 +64,9 @@ def add_commands(root: LazyGroup, group: str | None = None) -> None:
             *words, name = operation.cli.name.split()
             if (words[0] if words else None) == group:
                 root.add_lazy(name, partial(command, operation, name), operation.cli.help)
-    for name, help in GROUPS.items() if group is None else ():
-        root.add_lazy(name, partial(_group, name, help), help)
+    if group is None:
+        for name, help in GROUPS.items():
+            root.add_lazy(name, partial(_group, name, help), help)
 
 
 def _group(name: str, help: str) -> click.Command:
