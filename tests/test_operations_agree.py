@@ -38,6 +38,7 @@ from nexusbrain.clock import FrozenClock
 from nexusbrain.config import ServerSettings, Settings
 from nexusbrain.graph.model import inputs_from_json
 from nexusbrain.mcp_server.http import mount_mcp
+from nexusbrain.operations import OPERATIONS
 
 from .conftest import free_port, start_server
 
@@ -438,6 +439,23 @@ def test_every_question_gets_the_same_answer_on_every_interface(served: Served) 
             answers.by["mcp"] = mcp.pop(0)
         answers.check()
     assert not mcp
+
+
+def test_every_operation_offered_twice_is_asked() -> None:
+    """The questions cover every operation that more than one interface offers: one added to
+    the table is asked here too (the command each question runs names its operation)."""
+    commands = {op.cli.name: op.name for op in OPERATIONS if op.cli is not None}
+    asked = set()
+    for ask in READS + WRITES:
+        if ask.cli is not None:
+            words = shlex.split(ask.cli)
+            asked.add(commands.get(" ".join(words[:2])) or commands[words[0]])
+    offered = {
+        op.name
+        for op in OPERATIONS
+        if sum(face is not None for face in (op.http or op.remote, op.mcp, op.cli)) > 1
+    }
+    assert offered and offered <= asked, offered - asked
 
 
 def test_kinds_of_answers_are_all_asked(served: Served) -> None:
