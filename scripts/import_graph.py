@@ -15,7 +15,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-ABOVE = {"brain", "evals", "bench", "views", "cli", "api", "mcp_server", "web"}
+ABOVE = {"brain", "evals", "bench", "operations", "views", "cli", "api", "mcp_server", "web"}
 FACE = {"__init__", "__main__"}
 
 

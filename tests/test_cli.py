@@ -10,9 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from nexusbrain.brain import Brain
-from nexusbrain.cli.main import LAZY, MODE_NAMES, cli, load_lazy
+from nexusbrain.cli.main import LAZY, cli, load_lazy
 from nexusbrain.config import Settings
-from nexusbrain.records import SearchMode
 
 from .test_dates import store_two_days
 
@@ -112,7 +111,6 @@ def test_lazy_commands_are_listed_with_their_own_help_without_being_imported() -
         command = load_lazy(name)
         assert summary == command.get_short_help_str(limit=1000), name
         assert f"  {name}  " in listing
-    assert tuple(m.value for m in SearchMode) == MODE_NAMES
 
 
 def test_delete_takes_a_path_as_get_does(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

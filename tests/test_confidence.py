@@ -16,7 +16,7 @@ from nexusbrain import views
 from nexusbrain.brain import Brain
 from nexusbrain.cli.main import cli
 from nexusbrain.config import Profile, Settings
-from nexusbrain.mcp_server.tools import RecallArgs, SearchArgs, recall, search
+from nexusbrain.mcp_server.tools import answer
 from nexusbrain.records import Confidence, Evidence, SearchMode
 from nexusbrain.retrieval.confidence import (
     GOOD_FROM,
@@ -218,11 +218,10 @@ def test_every_interface_says_how_good_a_match_it_is(notes: Brain) -> None:
     assert empty["confidence"] is None and empty["match"].startswith("No good match")
     assert describe(None, hits=0) == empty["match"]
     # MCP: search answers with the view, recall's text says it in words before the passages
-    answer = search(notes, SearchArgs(query=NONSENSE))
-    assert answer.data["match"] == view["match"]
-    text = recall(notes, RecallArgs(query=NONSENSE)).text
+    assert answer("search", notes, {"query": NONSENSE}).data["match"] == view["match"]
+    text = answer("recall", notes, {"query": NONSENSE}).text
     assert text is not None and "No good match" in text.split("\n")[0]
-    strict = recall(notes, RecallArgs(query=NONSENSE, mode=SearchMode.CONSERVATIVE)).text
+    strict = answer("recall", notes, {"query": NONSENSE, "mode": SearchMode.CONSERVATIVE}).text
     assert (
         strict is not None and strict.startswith("No memory matched") and "No good match" in strict
     )

@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 
 from nexusbrain import views
 from nexusbrain.brain import Brain
-from nexusbrain.cli.graph import describe as describe_view
-from nexusbrain.cli.graph import graph
 from nexusbrain.cli.main import cli
+from nexusbrain.cli.render import describe as describe_view
 from nexusbrain.graph.model import describe
 from nexusbrain.records import Relationship
 
@@ -37,6 +36,9 @@ def run_json(brain: Brain, *args: str) -> Any:
 
 
 def test_every_graph_command_has_help_with_an_example() -> None:
+    assert isinstance(cli, click.Group)
+    graph = cli.commands["graph"]
+    assert isinstance(graph, click.Group)
     assert set(graph.commands) == {"add", "relations", "history", "traverse"}
     for name in graph.commands:
         result = CliRunner().invoke(cli, ["graph", name, "--help"])

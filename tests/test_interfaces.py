@@ -37,7 +37,8 @@ LAYERS = (
     ("storage", {"storage", "embeddings"}),
     ("domain", {"ingest", "retrieval", "graph"}),
     ("core", {"brain"}),
-    ("above", {"evals", "bench", "views", "cli", "api", "mcp_server", "web"}),
+    ("operations", {"operations", "views"}),
+    ("above", {"evals", "bench", "cli", "api", "mcp_server", "web"}),
 )
 # the package's face (__init__ exports Brain lazily) and `python -m nexusbrain`
 FACE = {"__init__", "__main__"}

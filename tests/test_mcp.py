@@ -413,10 +413,10 @@ def serve_command(db: Path, *args: str, token: str | None = None) -> Iterator[st
 
 def test_recall_tells_the_agent_a_passage_was_said_on_the_day_asked(brain: Brain) -> None:
     store_two_days(brain)
-    args = mcp_tools.RecallArgs(query="What dish did Nate cook on 9 November, 2022?", k=1)
-    text = mcp_tools.recall(brain, args).text
+    args = {"query": "What dish did Nate cook on 9 November, 2022?", "k": 1}
+    text = mcp_tools.answer("recall", brain, args).text
     assert text is not None and "(said on 2022-11-09, as asked)" in text.split("\n\n")[1]
-    undated = mcp_tools.recall(brain, mcp_tools.RecallArgs(query="What dish did Nate cook?")).text
+    undated = mcp_tools.answer("recall", brain, {"query": "What dish did Nate cook?"}).text
     assert undated is not None and "said on" not in undated
 
 

@@ -16,9 +16,9 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from nexusbrain.api.schemas import BLANK
 from nexusbrain.brain import Brain
 from nexusbrain.config import CaptureConfig, Limits, Profile, RateLimit, ServerSettings, Settings
+from nexusbrain.operations.args import BLANK
 
 from .conftest import LiveServer, _serve, free_port
 

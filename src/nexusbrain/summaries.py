@@ -44,3 +44,28 @@ def relationship_line(
         window = ""
     text = f"{source} {kind} {target}{window}"
     return f"{text} [relationship {rid}]" if cite else text
+
+
+def recall_text(view: Mapping[str, Any]) -> str:
+    """A recall (views.recall) as passages to paste into a prompt, each headed by its
+    citation: [n] path:lines (revision), after how many there are and how good a match."""
+    said, match = recall_summary(view), view["match"]
+    if not view["hits"]:
+        return f"{said}. {match}"
+    parts = [f"Memory for {view['query']!r}: {said}. {match} Cite a passage by its [n]."]
+    for n, hit in enumerate(view["hits"], start=1):
+        parts.append(f"{_citation(n, hit)}\n{hit['text']}")
+    if view["graph_context"]:
+        facts = "\n".join(f"- {fact['text']}" for fact in view["graph_context"])
+        parts.append(f"Related facts from the knowledge graph:\n{facts}")
+    return "\n\n".join(parts)
+
+
+def _citation(n: int, hit: Mapping[str, Any]) -> str:
+    start, end = hit["span"]["line_start"], hit["span"]["line_end"]
+    span = f"{start}" + (f"-{end}" if end != start else "")
+    heading = f" {' > '.join(hit['heading_path'])}" if hit["heading_path"] else ""
+    day = hit["trace"].get("day")
+    said = f" (said on {day}, as asked)" if day else ""
+    cut = " (cut to fit the budget)" if hit["truncated"] else ""
+    return f"[{n}] {hit['uri']}:{span} (revision {hit['revision'][:12]}){heading}{said}{cut}"

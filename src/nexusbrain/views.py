@@ -3,7 +3,7 @@ they give the same answer to the same question."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from nexusbrain.records import (
     ImportResult,
     Trace,
     WriteResult,
+    WriteStatus,
 )
 from nexusbrain.retrieval.confidence import describe
 
@@ -43,6 +44,23 @@ def write_result(result: WriteResult) -> dict[str, Any]:
         "id": result.document_id,
         "revision": result.revision,
         "chunks": result.chunks,
+    }
+
+
+def write_results(results: Sequence[WriteResult]) -> dict[str, Any]:
+    """A conversation's writes, one for each session."""
+    return {"results": [write_result(r) for r in results]}
+
+
+def batch(results: Sequence[WriteResult]) -> dict[str, Any]:
+    """A batch's writes, how many of each status, and the chunks they wrote."""
+    counts = {status.value: 0 for status in WriteStatus}
+    for result in results:
+        counts[result.status.value] += 1
+    return {
+        "results": [write_result(r) for r in results],
+        "counts": counts,
+        "chunks": sum(r.chunks for r in results),
     }
 
 
@@ -150,6 +168,24 @@ def document(value: Document, chunks: list[Chunk] | None = None) -> dict[str, An
     return out
 
 
+def document_lines(value: Document, start: int, end: int) -> dict[str, Any]:
+    """Lines `start` to `end` (from 1, inclusive) of a document's content, and where they are."""
+    lines = value.content.splitlines()
+    return {
+        "content": "\n".join(lines[start - 1 : end]),
+        "lines": {"start": start, "end": end, "total": len(lines)},
+    }
+
+
+def document_history(document_id: int, revisions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"id": document_id, "revisions": list(revisions)}
+
+
+def deletion(value: Document, retired: bool) -> dict[str, Any]:
+    """A document retired (`retired`), or found retired already."""
+    return {"id": value.id, "uri": value.uri, "status": "retired" if retired else "already_retired"}
+
+
 def directory_report(report: DirectoryReport) -> dict[str, Any]:
     return {
         "root": report.root,
@@ -178,6 +214,14 @@ def recall(value: Recall) -> dict[str, Any]:
         "hits": [hit(h) for h in value.hits],
         "graph_context": [graph_fact(f) for f in value.graph_context],
     }
+
+
+def health() -> dict[str, Any]:
+    return {"status": "ok"}
+
+
+def version(value: BrainStats) -> dict[str, Any]:
+    return {"version": value.version, "schema": value.store.schema_version}
 
 
 def stats(value: BrainStats) -> dict[str, Any]:
@@ -338,9 +382,15 @@ def graph_fact(value: GraphFact) -> dict[str, Any]:
     }
 
 
-def search(query: str, mode: str, hits: Sequence[Hit]) -> dict[str, Any]:
-    """The answer to a search, the same from the CLI, HTTP and MCP."""
-    return {"query": query, "mode": str(mode), **match(hits), "hits": [hit(h) for h in hits]}
+def search(
+    query: str, mode: str, hits: Sequence[Hit], facts: Sequence[GraphFact] | None = None
+) -> dict[str, Any]:
+    """The answer to a search, the same from the CLI, HTTP and MCP; with the top hits' graph
+    context when `facts` are given."""
+    out = {"query": query, "mode": str(mode), **match(hits), "hits": [hit(h) for h in hits]}
+    if facts is not None:
+        out["graph_context"] = [graph_fact(f) for f in facts]
+    return out
 
 
 def match(hits: Sequence[Hit]) -> dict[str, Any]:

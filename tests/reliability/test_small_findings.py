@@ -10,7 +10,7 @@ import pytest
 from nexusbrain.brain import Brain
 from nexusbrain.errors import InvalidInput, NotFound
 from nexusbrain.ingest.conversation import sessions_from_json
-from nexusbrain.mcp_server.tools import DocumentArgs, get_document
+from nexusbrain.mcp_server.tools import answer
 
 from ..conftest import LiveServer
 from ..test_api import assert_error
@@ -23,7 +23,7 @@ def test_get_document_by_path_never_echoes_the_resolved_path(brain: Brain, tmp_p
     secret.write_text("server name")
     given = f"{tmp_path}/public/../private/hostname"
     with pytest.raises(NotFound) as missing:
-        get_document(brain, DocumentArgs(path=given))
+        answer("get_document", brain, {"path": given})
     assert str(secret) not in missing.value.message
     assert repr(given) in missing.value.message
 

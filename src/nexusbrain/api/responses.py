@@ -2,20 +2,45 @@
 the truth. Documentation only: the routes send the views' dicts as they are (views.py stays
 the one place that shapes JSON), and tests check real answers against these models
 (tests/test_openapi.py) and every fuzzed answer against the document
-(tests/reliability/test_fuzz.py)."""
+(tests/reliability/test_fuzz.py). A view that is a record field for field has the record's
+fields (`mirror`): only what they mean is said here."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import typing
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from nexusbrain.records import DocumentKind, RetireReason, SearchMode, WriteStatus
-from nexusbrain.retrieval.explain import Verdict
+from nexusbrain.records import (
+    DenseCoverage,
+    DocumentKind,
+    FusionContribution,
+    ImportResult,
+    RerankChange,
+    RetireReason,
+    RetrieverScore,
+    SearchMode,
+    WriteStatus,
+)
+from nexusbrain.retrieval.explain import ListPosition, Verdict
 
 
 class Out(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def mirror(record: type, name: str, doc: str | None = None, **meanings: str) -> type[Out]:
+    """The model of a view that is `record` field for field, every field present (views.py
+    writes it with asdict, or by the same names), each described by its meaning if given."""
+    hints = typing.get_type_hints(record)
+    fields: dict[str, Any] = {
+        f.name: (hints[f.name], Field(description=meanings.get(f.name)))
+        for f in dataclasses.fields(record)
+    }
+    model: type[Out] = create_model(name, __base__=Out, __doc__=doc, **fields)
+    return model
 
 
 class ErrorDetail(Out):
@@ -27,6 +52,43 @@ class ErrorOut(Out):
     """Every error, whatever its status."""
 
     error: ErrorDetail
+
+
+# Views that are a record field for field. mypy cannot read a model made by a call: to it,
+# each is an Out.
+if TYPE_CHECKING:
+    ImportOut = Out
+    RetrieverOut = Out
+    FusionOut = Out
+    RerankOut = Out
+    DenseCoverageOut = Out
+    ListPositionOut = Out
+else:
+    ImportOut = mirror(
+        ImportResult,
+        "ImportOut",
+        "What the import did. Into a brain with data, documents are matched by uri.",
+        documents="created",
+        updated="took the import's newer version",
+        unchanged="the same revision",
+        kept="newer here (the import's revisions join their history)",
+        relationships="versions added",
+        duplicates="facts held already",
+        retired="facts here that gave way to an updated note's",
+        kept_facts="stated by a note whose version here is the newer",
+    )
+    RetrieverOut = mirror(RetrieverScore, "RetrieverOut")
+    FusionOut = mirror(FusionContribution, "FusionOut")
+    RerankOut = mirror(RerankChange, "RerankOut")
+    DenseCoverageOut = mirror(
+        DenseCoverage,
+        "DenseCoverageOut",
+        embedded="chunks the dense list could rank",
+        has_vector="false: BM25 alone ranked this hit",
+    )
+    ListPositionOut = mirror(
+        ListPosition, "ListPositionOut", rank="null: not in that list, to the search's depth"
+    )
 
 
 # system
@@ -79,22 +141,6 @@ class StatsOut(Out):
     envelope: EnvelopeOut
 
 
-class ImportOut(Out):
-    """What the import did. Into a brain with data, documents are matched by uri."""
-
-    documents: int = Field(description="created")
-    chunks: int
-    records: int
-    updated: int = Field(description="took the import's newer version")
-    unchanged: int = Field(description="the same revision")
-    kept: int = Field(description="newer here (the import's revisions join their history)")
-    entities: int
-    relationships: int = Field(description="versions added")
-    duplicates: int = Field(description="facts held already")
-    retired: int = Field(description="facts here that gave way to an updated note's")
-    kept_facts: int = Field(description="stated by a note whose version here is the newer")
-
-
 # writes
 
 
@@ -129,33 +175,6 @@ class SpanOut(Out):
     char_end: int = Field(description="exclusive")
     line_start: int = Field(description="from 1")
     line_end: int
-
-
-class RetrieverOut(Out):
-    retriever: str
-    rank: int
-    score: float
-
-
-class FusionOut(Out):
-    retriever: str
-    weight: float
-    rank: int | None
-    contribution: float
-    z: float | None
-
-
-class RerankOut(Out):
-    model: str
-    rank_before: int
-    rank_after: int
-    score: float
-
-
-class DenseCoverageOut(Out):
-    embedded: int = Field(description="chunks the dense list could rank")
-    chunks: int
-    has_vector: bool = Field(description="false: BM25 alone ranked this hit")
 
 
 class TraceOut(Out):
@@ -254,13 +273,6 @@ class RecallOut(Out):
     graph_context: list[GraphFactOut]
 
 
-class ListPositionOut(Out):
-    retriever: str
-    rank: int | None = Field(description="null: not in that list, to the search's depth")
-    score: float | None
-    chunk_id: int | None
-
-
 class ExplanationOut(Out):
     query: str
     document_id: int
@@ -322,6 +334,7 @@ class DocumentHistoryOut(Out):
 
 class DeletedOut(Out):
     id: int
+    uri: str
     status: str = Field(description="retired, or already_retired")
 
 

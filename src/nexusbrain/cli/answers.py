@@ -1,75 +1,62 @@
-"""What the command line's answering commands ask, and the two places that answer it: the
-brain in this process (local.py), or a server already running for it (client.py). Both answer
-with the JSON view HTTP returns (views.py), so that a command prints the same either way."""
+"""Where the command line's answers come from: a server already running for the brain
+(client.py: one HTTP request), or the brain in this process (`Local`). Either answers an
+operation (operations/) with its JSON view, so that a command prints the same either way."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-View = dict[str, Any]
+import click
 
+from nexusbrain.errors import NotFound
+from nexusbrain.operations.spec import Operation, View
 
-@dataclass(frozen=True, slots=True)
-class Filters:
-    """The search filters the command line offers."""
-
-    domain: str | None = None
-    path_prefix: str | None = None
-    document_id: int | None = None
-
-    def params(self) -> dict[str, str | int]:
-        return given(domain=self.domain, path_prefix=self.path_prefix, document_id=self.document_id)
+if TYPE_CHECKING:
+    from nexusbrain.brain import Brain
+    from nexusbrain.cli.client import Remote
 
 
-class Answers(Protocol):
-    def search(
-        self, query: str, *, k: int | None, mode: str, filters: Filters, best_per_document: bool
-    ) -> View: ...
+class Local:
+    """The brain in this process: the operation's Brain call."""
 
-    def recall(
-        self, query: str, *, k: int | None, budget_tokens: int | None, mode: str
-    ) -> View: ...
+    def __init__(self, brain: Brain) -> None:
+        self.brain = brain
 
-    def explain(
-        self,
-        query: str,
-        document: str,
-        *,
-        k: int | None,
-        mode: str,
-        filters: Filters,
-        best_per_document: bool,
-    ) -> View: ...
-
-    def document(self, ref: str, *, chunks: bool) -> View: ...
-
-    def add(
-        self, text: str, *, source: str | None, domain: str | None, tags: tuple[str, ...]
-    ) -> View: ...
-
-    def stats(self) -> View: ...
-
-    def graph_add(self, request: Mapping[str, Any], *, dry_run: bool) -> View: ...
-
-    def relations(
-        self,
-        from_name: str | None,
-        *,
-        to_name: str | None,
-        type: str | None,
-        as_of_valid: str | None,
-        as_of_known: str | None,
-    ) -> View: ...
-
-    def history(self, relationship_id: int) -> View: ...
-
-    def traverse(
-        self, start: str, *, depth: int, as_of_valid: str | None, as_of_known: str | None
-    ) -> View: ...
+    def call(self, operation: Operation, args: Mapping[str, Any]) -> View:
+        return operation.call(self.brain, **args)
 
 
-def given(**values: str | int | None) -> dict[str, str | int]:
-    """The arguments that were given (not None)."""
-    return {name: value for name, value in values.items() if value is not None}
+def brain_of(ctx: click.Context, *, create: bool = False) -> Brain:
+    """The brain in this process, opened on first use and closed with the command. Only the
+    commands that store (`create`) make a brain where none is: a read of a mistyped --db
+    says there is no brain there rather than leave an empty one behind."""
+    brain: Brain | None = ctx.obj.get("brain")
+    if brain is None:
+        from nexusbrain.brain import Brain
+
+        try:
+            brain = Brain.open(ctx.obj["db"], create=create)
+        except NotFound as exc:
+            raise NotFound(
+                f"{exc.message}. Check --db (or BRAIN_DB_PATH); `add`, `ingest-dir` or"
+                " `import` make a brain"
+            ) from None
+        ctx.obj["brain"] = brain
+        ctx.call_on_close(brain.close)
+    return brain
+
+
+def answers_of(ctx: click.Context, operation: Operation, *, create: bool) -> Local | Remote:
+    """Where a command asks: the running server (unless --local, or the operation is one no
+    server answers), else the brain in this process (made, for a command that stores, if
+    there is none)."""
+    root = ctx.find_root()
+    served = operation.http is not None or operation.remote is not None
+    if served and not root.obj["local"] and root.obj.get("brain") is None:
+        from nexusbrain.cli.client import reach
+
+        remote = reach(root.obj["db"])
+        if remote is not None:
+            return remote
+    return Local(brain_of(root, create=create))

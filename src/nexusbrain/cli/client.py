@@ -1,10 +1,11 @@
 """Answers from a server already running for the brain: one HTTP request per command.
 
 This is the command line's fast path. It imports the standard library, click and orjson (a
-small C extension; the JSON it prints must be the very bytes the in-process path prints), and
-nothing of the brain: no numpy, no model, no web framework. `tests/test_cli_client.py` checks
-that from a real process. It speaks HTTP/1.1 on a plain socket (wire.py): http.client
-would bring the email package and ssl, half of the fast path's imports.
+small C extension; the JSON it prints must be the very bytes the in-process path prints), the
+operations' declarations (standard library only) and nothing of the brain: no numpy, no
+model, no web framework. `tests/test_cli_client.py` checks that from a real process. It
+speaks HTTP/1.1 on a plain socket (wire.py): http.client would bring the email package and
+ssl, half of the fast path's imports.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 import orjson
 
 from nexusbrain import discovery, wire
-from nexusbrain.cli.answers import Filters, View, given
 from nexusbrain.errors import (
     BrainError,
     ConfigError,
@@ -28,8 +28,10 @@ from nexusbrain.errors import (
     StorageError,
     TooLarge,
 )
+from nexusbrain.operations import BY_NAME
+from nexusbrain.operations.args import Arg, Group, Kind, members
+from nexusbrain.operations.spec import ByReference, Http, Operation, View, in_body, in_path
 
-Params = Mapping[str, str | int]
 _ERRORS: dict[str, type[BrainError]] = {
     cls.code: cls
     for cls in (NotFound, InvalidInput, TooLarge, Conflict, ConfigError, MissingExtra, StorageError)
@@ -43,99 +45,41 @@ def reach(db: str | None) -> Remote | None:
 
 
 class Remote:
-    """A running server; each method sends one request (a document named by a path that is
-    not its uri takes a second, as Brain.document tries it)."""
+    """A running server; each operation is one request to its route (a document named by a
+    path that is not its uri takes a second, as Brain.document tries it)."""
 
     def __init__(self, url: str, token: str | None):
         self.url = url
         self.token = token
 
-    def search(
-        self, query: str, *, k: int | None, mode: str, filters: Filters, best_per_document: bool
-    ) -> View:
-        params = given(q=query, k=k, mode=mode, best_per_document=_flag(best_per_document))
-        return self._call("GET", "/search", params | filters.params())
-
-    def recall(self, query: str, *, k: int | None, budget_tokens: int | None, mode: str) -> View:
-        body = given(query=query, k=k, budget_tokens=budget_tokens, mode=mode)
-        return self._call("POST", "/recall", body=body)
-
-    def explain(
-        self,
-        query: str,
-        document: str,
-        *,
-        k: int | None,
-        mode: str,
-        filters: Filters,
-        best_per_document: bool,
-    ) -> View:
-        flags = given(q=query, k=k, mode=mode, best_per_document=_flag(best_per_document))
-        params = flags | filters.params()
-        return self._by_reference(document, lambda ref: ("/explain", params | {"doc": ref}))
-
-    def document(self, ref: str, *, chunks: bool) -> View:
-        flags = given(chunks=_flag(chunks))
-        if ref.isascii() and ref.isdigit():
-            return self._call("GET", f"/documents/{ref}", flags)
-        return self._by_reference(ref, lambda uri: ("/documents", flags | {"uri": uri}))
-
-    def add(
-        self, text: str, *, source: str | None, domain: str | None, tags: tuple[str, ...]
-    ) -> View:
-        body: dict[str, Any] = given(text=text, source=source, domain=domain)
-        return self._call("POST", "/add", body=body | {"tags": list(tags)})
-
-    def stats(self) -> View:
-        view = self._call("GET", "/stats")
-        view.pop("envelope", None)  # the server's own status, beyond what `stats` shows
+    def call(self, operation: Operation, args: Mapping[str, Any]) -> View:
+        if operation.remote is not None:
+            return self._by_reference(operation.remote, args)
+        http = operation.http
+        assert http is not None, f"no server answers {operation.name}"
+        ref = next((a for a in members(operation.call_args()) if a.kind is Kind.REF), None)
+        if ref is None:
+            view = self._ask(operation, http, args)
+        else:
+            name = ref.name
+            view = _tried(str(args[name]), lambda c: self._ask(operation, http, {**args, name: c}))
+        for key in http.adds:  # the server's own status, beyond what the operation answers
+            view.pop(key, None)
         return view
 
-    def graph_add(self, request: Mapping[str, Any], *, dry_run: bool) -> View:
-        return self._call("POST", "/ingest", given(dry_run=_flag(dry_run)), body=dict(request))
+    def _by_reference(self, route: ByReference, args: Mapping[str, Any]) -> View:
+        ref = str(args["ref"])
+        if ref.isascii() and ref.isdigit():
+            return self.call(BY_NAME[route.by_id], {**args, "document_id": int(ref)})
+        by_uri = BY_NAME[route.by_uri]
+        return _tried(ref, lambda uri: self.call(by_uri, {**args, "uri": uri}))
 
-    def relations(
-        self,
-        from_name: str | None,
-        *,
-        to_name: str | None,
-        type: str | None,
-        as_of_valid: str | None,
-        as_of_known: str | None,
-    ) -> View:
-        params = given(
-            to=to_name, type=type, as_of_valid=as_of_valid, as_of_known=as_of_known
-        ) | given(**{"from": from_name})
-        return self._call("GET", "/graph/relations", params)
+    def _ask(self, operation: Operation, http: Http, args: Mapping[str, Any]) -> View:
+        path, params, body = _request(operation, http, args)
+        return self._send(http.method, path, params, body if http.body is not None else None)
 
-    def history(self, relationship_id: int) -> View:
-        return self._call("GET", f"/graph/relationships/{relationship_id}/history")
-
-    def traverse(
-        self, start: str, *, depth: int, as_of_valid: str | None, as_of_known: str | None
-    ) -> View:
-        params = given(depth=depth, as_of_valid=as_of_valid, as_of_known=as_of_known)
-        return self._call("GET", "/graph/traverse", {"from": start, **params})
-
-    def _by_reference(self, ref: str, request: Callable[[str], tuple[str, Params]]) -> View:
-        """Ask with the reference as given, then (when it names a file here) with the file's
-        absolute path: the order Brain.document tries them in; the first error if neither."""
-        first: NotFound | None = None
-        for candidate in _candidates(ref):
-            path, params = request(candidate)
-            try:
-                return self._call("GET", path, params)
-            except NotFound as exc:
-                first = first or exc
-        assert first is not None
-        raise first
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        params: Params | None = None,
-        body: Mapping[str, Any] | None = None,
+    def _send(
+        self, method: str, path: str, params: Mapping[str, Any], body: Mapping[str, Any] | None
     ) -> View:
         target = f"{path}?{urllib.parse.urlencode(params)}" if params else path
         headers = {"Accept": "application/json"}
@@ -156,8 +100,58 @@ class Remote:
         return answer
 
 
-def _flag(value: bool) -> str | None:
-    return "true" if value else None
+def _request(
+    operation: Operation, http: Http, args: Mapping[str, Any]
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The route's path, query parameters and body for these arguments; what the route would
+    take by default is left out."""
+    path, params, body = http.path, dict[str, Any](), dict[str, Any]()
+    for arg in operation.call_args():
+        value = args.get(arg.name)
+        if isinstance(arg, Group):
+            if value and in_body(arg, http):
+                body[arg.name] = value
+            elif value:
+                params |= {
+                    m.http_name: _query(value[m.name]) for m in arg.members if m.name in value
+                }
+        elif not _sent(arg, value):
+            continue
+        elif in_path(arg, http):
+            path = path.replace(f"{{{arg.http_name}}}", str(value))
+        elif in_body(arg, http):
+            body[arg.wire_name] = value
+        else:
+            params[arg.http_name] = _query(value)
+    return path, params, body
+
+
+def _sent(arg: Arg, value: Any) -> bool:
+    """Whether a value goes into the request: not what the route takes when it is left out."""
+    if value is None:
+        return False
+    if isinstance(value, tuple | list):
+        return list(value) != list(arg.default or ())
+    return bool(value != arg.default)
+
+
+def _query(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def _tried(ref: str, ask: Callable[[str], View]) -> View:
+    """The answer for the reference as given, then (when it names a file here) for the file's
+    absolute path: the order Brain.document tries them in; the first error if neither."""
+    first: NotFound | None = None
+    for candidate in _candidates(ref):
+        try:
+            return ask(candidate)
+        except NotFound as exc:
+            first = first or exc
+    assert first is not None
+    raise first
 
 
 def _candidates(ref: str) -> list[str]:

@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from nexusbrain.cli.main import brain_of, emit, json_option
+from nexusbrain.cli.answers import brain_of
+from nexusbrain.cli.commands import emit, json_option
 from nexusbrain.config import HNSW_BUILD_MEMORY, HNSW_EF_CONSTRUCTION, HNSW_M
 
 

@@ -1,17 +1,20 @@
 """Human-readable output for the CLI, from the JSON views (views.py) that --json prints: the
-same view from the brain in this process or from a running server prints the same text."""
+same view from the brain in this process or from a running server prints the same text.
+RENDER names the printer of each answering command's operation (operations/); one without
+prints its JSON."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from nexusbrain.summaries import count as _count
-from nexusbrain.summaries import recall_summary
+from nexusbrain.summaries import recall_summary, relationship_line
 
 if TYPE_CHECKING:
     from nexusbrain.ingest.directory import DirectoryReport
@@ -267,3 +270,89 @@ def explanation(value: Mapping[str, Any]) -> None:
     for item in value["lists"]:
         where = f"rank {item['rank']}, score {item['score']:.4f}" if item["rank"] else "absent"
         click.echo(f"  {item['retriever']:>10}: {where}")
+
+
+def describe(r: View, *, cite: bool = True) -> str:
+    """graph.model.describe, from a relationship's view: 'alice manages bob (valid
+    2020-01-01..2023-01-01) [relationship 7]' (the id if cite)."""
+    start, end = _short(r["valid_at"]), _short(r["invalid_at"])
+    return relationship_line(r["from"], r["type"], r["to"], start, end, r["id"], cite=cite)
+
+
+def _short(value: str | None) -> str:
+    """A view's time (UTC, to the microsecond) as its date when it is midnight."""
+    if value is None:
+        return ""
+    return value[:10] if value.endswith("T00:00:00.000000+00:00") else value
+
+
+def _said(value: str) -> str:
+    """A view's time as Python prints the datetime: 2026-01-02 03:04:05+00:00."""
+    return str(datetime.fromisoformat(value))
+
+
+def graph_ingest(result: View) -> None:
+    for o in result["relationships"]:
+        created = result["dry_run"] and o["id"] is None
+        label = "would be created" if created else f"relationship {o['id']}"
+        click.echo(f"{o['status']}: {describe(o, cite=False)} [{label}]")
+        for r in o["retired"]:
+            after = f", replaced by {r['replaced_by']}" if r["replaced_by"] else ""
+            click.echo(f"  retires {r['id'] or 'the version above'} ({r['reason']}{after})")
+    for e in result["entities"]:
+        click.echo(f"{e['status']}: entity {e['name']!r}")
+    if result["dry_run"]:
+        click.echo("dry run: nothing was changed")
+
+
+def relations(value: View) -> None:
+    if not value["relationships"]:
+        click.echo("no relations")
+    for r in value["relationships"]:
+        click.echo(describe(r))
+
+
+def history(value: View) -> None:
+    for v in value["versions"]:
+        state = (
+            "current" if v["current"] else f"retired {_said(v['superseded_at'])} ({v['reason']})"
+        )
+        click.echo(
+            f"{v['id']}: {describe(v, cite=False)}, known from {_said(v['created_at'])}, {state}"
+        )
+
+
+def traversal(value: View) -> None:
+    """Each path in full: its edges are the hops of the paths it extends (paths are found
+    breadth first, so every shorter path is listed before the paths that extend it)."""
+    hops = value["hops"]
+    if not hops:
+        click.echo(f"no current edges from {value['from']['name']!r}")
+    edges = {hop["relationship"]["id"]: hop["relationship"] for hop in hops}
+    for hop in hops:
+        steps = " -> ".join(describe(edges[i], cite=False) for i in hop["path"])
+        ids = ", ".join(str(i) for i in hop["path"])
+        click.echo(f"{steps} [relationship{'s' if len(hop['path']) > 1 else ''} {ids}]")
+    if value["truncated"]:
+        click.echo(f"(stopped after {len(hops)} paths)")
+
+
+Printer = Callable[[View, Mapping[str, Any]], None]  # a view, and the command's own options
+
+RENDER: dict[str, Printer] = {
+    "search": lambda view, options: hits(
+        view["hits"], explain=options["explain"], match=view.get("match")
+    ),
+    "recall": lambda view, _: recall(view),
+    "explain": lambda view, _: explanation(view),
+    "document": lambda view, options: document(view, options["lines"]),
+    "add": lambda view, _: click.echo(f"{view['status']}: document {view['id']}"),
+    "delete": lambda view, _: click.echo(
+        f"{view['status']}: document {view['id']} ({view['uri']})"
+    ),
+    "stats": lambda view, _: stats(view),
+    "ingest": lambda view, _: graph_ingest(view),
+    "relations": lambda view, _: relations(view),
+    "history": lambda view, _: history(view),
+    "traverse": lambda view, _: traversal(view),
+}

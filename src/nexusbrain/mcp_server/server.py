@@ -41,7 +41,8 @@ from pydantic import ValidationError
 from nexusbrain import __version__
 from nexusbrain.brain import Brain
 from nexusbrain.errors import BrainError, Conflict, InvalidInput, NotFound
-from nexusbrain.mcp_server.tools import TOOLS, Answer, Tool
+from nexusbrain.mcp_server.tools import TOOLS, Answer, answer
+from nexusbrain.operations.models import tool_model
 from nexusbrain.records import Document, DocumentKind
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,6 @@ Documents are also resources: nexusbrain://doc/{id}."""
 
 DOC_URI = "nexusbrain://doc/{id}"
 _DOC_URI = re.compile(r"nexusbrain://doc/(\d+)")
-_BY_NAME = {tool.name: tool for tool in TOOLS}
 _CALLER_ERRORS = (NotFound, InvalidInput, Conflict)  # the caller's to fix; HTTP 4xx
 
 
@@ -95,12 +95,14 @@ async def _serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def tool_info(tool: Tool) -> ToolInfo:
+def tool_info(name: str) -> ToolInfo:
+    tool = TOOLS[name].mcp
+    assert tool is not None
     return ToolInfo(
         name=tool.name,
         title=tool.title,
         description=tool.description,
-        input_schema=_inline_refs(tool.args.model_json_schema(by_alias=True)),
+        input_schema=_inline_refs(tool_model(tool.name).model_json_schema(by_alias=True)),
         annotations=ToolAnnotations(
             read_only_hint=tool.read_only,
             destructive_hint=False,
@@ -118,7 +120,7 @@ class Handlers:
 
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
-        self.tools = {tool.name: tool_info(tool) for tool in TOOLS}
+        self.tools = {name: tool_info(name) for name in TOOLS}
 
     async def list_tools(
         self, ctx: Context, params: PaginatedRequestParams | None
@@ -126,25 +128,22 @@ class Handlers:
         return ListToolsResult(tools=list(self.tools.values()))
 
     async def call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
-        tool = _BY_NAME.get(params.name)
-        if tool is None:
-            names = ", ".join(_BY_NAME)
+        if params.name not in TOOLS:
+            names = ", ".join(TOOLS)
             return tool_error("not_found", f"no tool named {params.name!r}; the tools are {names}")
-        arguments = decode_json_text(params.arguments or {}, self.tools[tool.name].input_schema)
+        arguments = decode_json_text(params.arguments or {}, self.tools[params.name].input_schema)
         try:
-            args = tool.args.model_validate(arguments)
+            found = await anyio.to_thread.run_sync(answer, params.name, self.brain, arguments)
         except ValidationError as exc:
             return tool_error("invalid_input", validation_message(exc))
-        try:
-            answer = await anyio.to_thread.run_sync(tool.run, self.brain, args)
         except BrainError as exc:
             if not isinstance(exc, _CALLER_ERRORS):
                 log.error("%s: %s", exc.code, exc.message)
             return tool_error(exc.code, exc.message)
         except Exception as exc:
-            log.exception("tool %s failed", tool.name)
+            log.exception("tool %s failed", params.name)
             return tool_error("internal_error", f"internal error: {type(exc).__name__}")
-        return tool_result(answer)
+        return tool_result(found)
 
     async def list_resources(
         self, ctx: Context, params: PaginatedRequestParams | None

@@ -1,0 +1,96 @@
+"""The operations' table (operations/): each declaration agrees with its Brain call and with
+the records it mirrors, names only models that exist, and loads with the standard library
+alone, as the command line's fast path needs."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+from pydantic import BaseModel
+
+from nexusbrain.api import responses
+from nexusbrain.operations import BY_NAME, GROUPS, OPERATIONS
+from nexusbrain.operations.args import Arg, Face, Group, Kind, members
+from nexusbrain.operations.models import body_model, tool_model
+from nexusbrain.operations.retrieval import KINDS, MODES
+from nexusbrain.operations.spec import Operation
+from nexusbrain.records import DocumentKind, SearchMode
+
+
+def test_the_light_copies_of_closed_sets_are_the_records_values() -> None:
+    assert tuple(m.value for m in SearchMode) == MODES
+    assert tuple(k.value for k in DocumentKind) == KINDS
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)
+def test_a_call_takes_exactly_its_declared_arguments(operation: Operation) -> None:
+    """Keyword-only, no defaults (the declaration holds them), named as declared."""
+    brain, *params = inspect.signature(operation.call).parameters.values()
+    assert brain.name == "brain"
+    assert [p.name for p in params] == [arg.name for arg in operation.call_args()]
+    assert all(p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in params)
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)
+def test_an_interface_s_own_arguments_are_offered_there(operation: Operation) -> None:
+    """An argument only the command line has is a command-line option or argument; one only
+    MCP has is read by the tool's adapter; an interface with its own arguments has an adapter
+    or a printer for them."""
+    for arg in members(operation.args):
+        if arg.only is Face.CLI:
+            assert arg.cli is not None and operation.cli is not None, arg.name
+        if arg.only is Face.MCP:
+            assert operation.mcp is not None and operation.mcp.adapt is not None, arg.name
+        if arg.only is Face.HTTP:
+            pytest.fail(f"{operation.name}.{arg.name}: HTTP takes the call's arguments alone")
+
+
+def test_names_are_unique_on_each_interface() -> None:
+    assert len(BY_NAME) == len(OPERATIONS)
+    routes = Counter((op.http.method, op.http.path) for op in OPERATIONS if op.http)
+    tools = Counter(op.mcp.name for op in OPERATIONS if op.mcp)
+    commands = Counter(op.cli.name for op in OPERATIONS if op.cli)
+    for counts in (routes, tools, commands):
+        assert max(counts.values()) == 1, counts.most_common(1)
+    assert {name.split()[0] for name in commands if " " in name} <= set(GROUPS)
+
+
+def test_every_model_named_exists_and_every_operation_reaches_the_brain_somehow() -> None:
+    for operation in OPERATIONS:
+        assert operation.http or operation.mcp or operation.cli, operation.name
+        if operation.http is not None:
+            assert issubclass(getattr(responses, operation.http.answer), responses.Out)
+            if operation.http.body is not None:
+                assert issubclass(body_model(operation.http.body), BaseModel)
+        if operation.mcp is not None:
+            assert issubclass(tool_model(operation.mcp.name), BaseModel)
+        if operation.remote is not None:
+            assert BY_NAME[operation.remote.by_id].http is not None
+            assert BY_NAME[operation.remote.by_uri].http is not None
+        for arg in members(operation.args):
+            assert (arg.kind is Kind.ITEMS) == (arg.items is not None), arg.name
+
+
+def test_a_group_s_members_are_plain_arguments() -> None:
+    for operation in OPERATIONS:
+        for arg in operation.args:
+            if isinstance(arg, Group):
+                assert all(isinstance(m, Arg) and m.only is None for m in arg.members)
+
+
+def test_the_table_loads_with_the_standard_library_alone() -> None:
+    """What the command line's fast path reads of it: no pydantic, no records or settings
+    (their dataclasses cost milliseconds to make), nothing of the brain."""
+    code = (
+        "import sys, nexusbrain.operations, nexusbrain.cli.main, nexusbrain.cli.client;"
+        "print('\\n'.join(sorted(sys.modules)))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    heavy = ("pydantic", "fastapi", "nexusbrain.records", "nexusbrain.config", "nexusbrain.views")
+    assert [m for m in loaded if m.startswith(heavy) or m == "nexusbrain.brain"] == []
