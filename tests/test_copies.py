@@ -13,6 +13,8 @@ from nexusbrain.brain import Brain
 from nexusbrain.config import Profile, Settings
 from nexusbrain.retrieval.explain import Verdict
 
+from .conftest import LiveServer
+
 BUILD = (
     "# Building from source\n\n"
     "Clone the repository, install the toolchain with `make deps`, then run `make build`. "
@@ -97,3 +99,35 @@ def test_explain_says_a_document_is_a_copy_of_a_hit(brain: Brain) -> None:
     assert found.verdict is Verdict.COPY
     assert found.copy_of == shown.chunk_id
     assert brain.explain(query, copy.uri, distinct=False).verdict is Verdict.RETURNED
+
+
+def test_every_interface_shows_where_else_the_text_lives(live_server: LiveServer) -> None:
+    from click.testing import CliRunner
+
+    from nexusbrain.cli.main import cli
+    from nexusbrain.mcp_server import tools as mcp_tools
+
+    _fill(live_server.brain)
+    query = "how do I build from source with make"
+    with live_server.client() as http:
+        hit = next(h for h in http.get("/search", params={"q": query}).json()["hits"])
+        assert hit["uri"].endswith("README.md") and len(hit["also_in"]) == 2
+        assert {c["uri"] for c in hit["also_in"]} | {hit["uri"]} == {
+            "stable/README.md",
+            "copy/README.md",
+            "nightly/README.md",
+        }
+        assert set(hit["also_in"][0]) == {"chunk_id", "document_id", "uri", "span"}
+        every = http.get("/search", params={"q": query, "distinct": "false"}).json()["hits"]
+        assert sum(h["uri"].endswith("README.md") for h in every) == 3
+        recalled = http.post("/recall", json={"query": query, "k": 3}).json()["hits"]
+        assert recalled[0]["also_in"] == hit["also_in"]
+    db = str(live_server.brain.settings.db)
+    shown = CliRunner().invoke(cli, ["--db", db, "--local", "search", query, "-k", "3"]).output
+    assert "\n     also in: copy/README.md:1-4, nightly/README.md:1-3\n" in shown
+    recall = CliRunner().invoke(cli, ["--db", db, "--local", "recall", query, "-k", "1"]).output
+    assert "\n(also in: copy/README.md:1-4, nightly/README.md:1-3)\n" in recall
+    kept = CliRunner().invoke(cli, ["--db", db, "--local", "search", query, "--keep-copies"])
+    assert "also in:" not in kept.output and kept.output.count("README.md") == 3
+    text = mcp_tools.answer("recall", live_server.brain, {"query": query, "k": 1}).text
+    assert text is not None and "(also in: " in text

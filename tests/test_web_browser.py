@@ -858,3 +858,16 @@ def test_the_vector_bar_keeps_a_gap_to_its_words(
         assert max(below, beside) >= 4, (bar, words)
     vectors.screenshot(path=tmp_path / "vectors.png")
     page.screenshot(path=tmp_path / "status.png")
+
+
+def test_a_hit_lists_the_copies_of_its_text(live_server: LiveServer, page: Page) -> None:
+    from .test_copies import _fill
+
+    _fill(live_server.brain)
+    page.goto(f"{live_server.url}/app?q=how+do+I+build+from+source+with+make")
+    first = page.locator(".hit").first
+    expect(first.locator("h2")).to_have_text("Stable")
+    copies = first.locator(".also-in a")
+    expect(copies).to_have_text(["copy/README.md:1–4", "nightly/README.md:1–3"])
+    assert "chunk=" in (copies.first.get_attribute("href") or "")
+    expect(page.locator(".hit h2", has_text="Copy")).to_have_count(0)

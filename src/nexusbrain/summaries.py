@@ -54,7 +54,8 @@ def recall_text(view: Mapping[str, Any]) -> str:
         return f"{said}. {match}"
     parts = [f"Memory for {view['query']!r}: {said}. {match} Cite a passage by its [n]."]
     for n, hit in enumerate(view["hits"], start=1):
-        parts.append(f"{_citation(n, hit)}\n{hit['text']}")
+        copies = f"\n({also_in(hit)})" if hit["also_in"] else ""
+        parts.append(f"{_citation(n, hit)}{copies}\n{hit['text']}")
     if view["graph_context"]:
         facts = "\n".join(f"- {fact['text']}" for fact in view["graph_context"])
         parts.append(f"Related facts from the knowledge graph:\n{facts}")
@@ -62,10 +63,22 @@ def recall_text(view: Mapping[str, Any]) -> str:
 
 
 def _citation(n: int, hit: Mapping[str, Any]) -> str:
-    start, end = hit["span"]["line_start"], hit["span"]["line_end"]
-    span = f"{start}" + (f"-{end}" if end != start else "")
     heading = f" {' > '.join(hit['heading_path'])}" if hit["heading_path"] else ""
     day = hit["trace"].get("day")
     said = f" (said on {day}, as asked)" if day else ""
     cut = " (cut to fit the budget)" if hit["truncated"] else ""
-    return f"[{n}] {hit['uri']}:{span} (revision {hit['revision'][:12]}){heading}{said}{cut}"
+    return f"[{n}] {place(hit)} (revision {hit['revision'][:12]}){heading}{said}{cut}"
+
+
+def place(item: Mapping[str, Any]) -> str:
+    """A hit's or a copy's view as uri:lines ("notes/a.md:3-9", "notes/a.md:4")."""
+    start, end = item["span"]["line_start"], item["span"]["line_end"]
+    return f"{item['uri']}:{f'{start}-{end}' if end != start else start}"
+
+
+def also_in(hit: Mapping[str, Any], shown: int = 3) -> str:
+    """Where else a hit's text lives: 'also in: a.md:3-9, b.md:1-7 and 2 more'."""
+    copies = hit["also_in"]
+    places = ", ".join(place(c) for c in copies[:shown])
+    more = f" and {len(copies) - shown} more" if len(copies) > shown else ""
+    return f"also in: {places}{more}"

@@ -12,6 +12,7 @@ from nexusbrain.clock import format_time
 from nexusbrain.records import (
     Chunk,
     Confidence,
+    Copy,
     DenseCoverage,
     Document,
     Hit,
@@ -124,10 +125,14 @@ def hit(value: Hit) -> dict[str, Any]:
         "text": value.text,
         "truncated": value.truncated,
         "trace": trace(value.trace),
+        "also_in": [
+            {"chunk_id": c.chunk_id, "document_id": c.document_id, "uri": c.uri, "span": span(c)}
+            for c in value.also_in
+        ],
     }
 
 
-def span(value: Hit | Chunk) -> dict[str, int]:
+def span(value: Hit | Chunk | Copy) -> dict[str, int]:
     """Where a hit or chunk sits in its document: characters (end exclusive), lines (1-based)."""
     return {
         "char_start": value.char_start,
@@ -269,6 +274,7 @@ def explanation(value: Explanation) -> dict[str, Any]:
         "excluded_by": list(value.excluded_by),
         "lists": [asdict(p) for p in value.positions],
         "depth": value.depth,
+        "copy_of": value.copy_of,
     }
 
 

@@ -214,6 +214,17 @@ class HitOut(Out):
     text: str
     truncated: bool = Field(description="recall cut its text to fit the budget (span says where)")
     trace: TraceOut
+    also_in: list[CopyOut] = Field(
+        description="other places that hold this hit's text (copies, shown once); empty with"
+        " distinct=false"
+    )
+
+
+class CopyOut(Out):
+    chunk_id: int
+    document_id: int
+    uri: str
+    span: SpanOut
 
 
 class RelationshipOut(Out):
@@ -290,6 +301,9 @@ class ExplanationOut(Out):
     excluded_by: list[str] = Field(description="the filters the document fails")
     lists: list[ListPositionOut]
     depth: int
+    copy_of: int | None = Field(
+        description="verdict copy: the chunk id of the hit that shows this document's text"
+    )
 
 
 # documents

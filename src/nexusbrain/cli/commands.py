@@ -118,6 +118,7 @@ def _param(arg: Arg) -> click.Parameter:
         [*form.decls, arg.name],
         type=None if arg.kind is Kind.BOOL else kind,
         is_flag=arg.kind is Kind.BOOL,
+        flag_value=arg.default is not True if arg.kind is Kind.BOOL else None,  # --keep-copies
         multiple=arg.kind is Kind.TEXTS,
         default=arg.default,
         show_default=form.show_default,

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from nexusbrain.summaries import also_in, place, recall_summary, relationship_line
 from nexusbrain.summaries import count as _count
-from nexusbrain.summaries import recall_summary, relationship_line
 
 if TYPE_CHECKING:
     from nexusbrain.ingest.directory import DirectoryReport
@@ -102,11 +102,6 @@ def _snippet(text: str, width: int = 200) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _where(hit: View) -> str:
-    start, end = hit["span"]["line_start"], hit["span"]["line_end"]
-    return f"{hit['uri']}:{f'{start}-{end}' if end != start else start}"
-
-
 def hits(found: Sequence[View], *, explain: bool = False, match: str | None = None) -> None:
     """A search's hits (views.hit), one heading line and a snippet each, after how good a
     match they are (the view's `match`)."""
@@ -122,9 +117,11 @@ def hits(found: Sequence[View], *, explain: bool = False, match: str | None = No
         )
     for hit in found:
         heading = " > ".join(hit["heading_path"])
-        click.echo(f"{hit['rank']:>3}. {_where(hit)}" + (f"  [{heading}]" if heading else ""))
+        click.echo(f"{hit['rank']:>3}. {place(hit)}" + (f"  [{heading}]" if heading else ""))
         click.echo(f"     {_ranked_in(hit['trace'])}")
         click.echo(f"     {_snippet(hit['text'])}")
+        if hit["also_in"]:
+            click.echo(f"     {also_in(hit)}")
         if explain:
             click.echo(f"     fused score {hit['score']:.4f} ({hit['trace']['fusion_method']})")
             click.echo(_trace(hit["trace"]))
@@ -194,7 +191,9 @@ def recall(result: View) -> None:
         click.echo(result["match"])
     for hit in result["hits"]:
         cut = ", cut to fit" if hit["truncated"] else ""
-        click.echo(f"\n[{hit['rank']}] {_where(hit)} (revision {hit['revision'][:12]}{cut})")
+        click.echo(f"\n[{hit['rank']}] {place(hit)} (revision {hit['revision'][:12]}{cut})")
+        if hit["also_in"]:
+            click.echo(f"({also_in(hit)})")
         click.echo(hit["text"])
 
 
@@ -251,6 +250,7 @@ _VERDICTS = {
     "below_floor": "its fused score is under the mode's share of the best one",
     "withheld": "the mode returns nothing when nothing matches well, and this search did not",
     "below_k": "it ranked below the top k",
+    "copy": "its text is a hit's, shown once",
 }
 
 
@@ -260,6 +260,8 @@ def explanation(value: Mapping[str, Any]) -> None:
         click.echo(f"{head}: hit {value['rank']} of the top {value['k']} ({value['mode']})")
     else:
         why = _VERDICTS[value["verdict"]]
+        if value.get("copy_of") is not None:
+            why += f" (chunk {value['copy_of']}, whose hit lists this one under also in)"
         click.echo(f"{head}: not in the top {value['k']} ({value['mode']}): {why}")
     for name in value["excluded_by"]:
         click.echo(f"  excluded by the filter {name}")

@@ -65,6 +65,13 @@ FILTERS = Group(
 BEST = Arg(
     "best_per_document", Kind.BOOL, default=False, help="keep only each document's best chunk"
 )
+DISTINCT = Arg(
+    "distinct",
+    Kind.BOOL,
+    default=True,
+    help="one hit per repeated text, its copies listed in also_in (false: each copy a hit)",
+    cli=Option(("--keep-copies",), "Show each copy of a text as a hit of its own."),
+)
 
 
 def filters(**options: Option) -> Group:
@@ -88,12 +95,20 @@ def search(
     mode: str,
     filters: Mapping[str, Any],
     best_per_document: bool,
+    distinct: bool,
     graph: bool,
 ) -> View:
     from nexusbrain import views
 
     chosen = _filters(filters)
-    hits = brain.search(query, k=k, filters=chosen, best_per_document=best_per_document, mode=mode)
+    hits = brain.search(
+        query,
+        k=k,
+        filters=chosen,
+        best_per_document=best_per_document,
+        mode=mode,
+        distinct=distinct,
+    )
     return views.search(query, mode, hits, brain.graph_context(hits) if graph else None)
 
 
@@ -106,12 +121,19 @@ def recall(
     mode: str,
     filters: Mapping[str, Any],
     graph: bool | None,
+    distinct: bool,
 ) -> View:
     from nexusbrain import views
 
     chosen = _filters(filters)
     found = brain.recall(
-        query, k=k, budget_tokens=budget_tokens, filters=chosen, mode=mode, graph=graph
+        query,
+        k=k,
+        budget_tokens=budget_tokens,
+        filters=chosen,
+        mode=mode,
+        graph=graph,
+        distinct=distinct,
     )
     return views.recall(found)
 
@@ -125,12 +147,19 @@ def explain(
     mode: str,
     filters: Mapping[str, Any],
     best_per_document: bool,
+    distinct: bool,
 ) -> View:
     from nexusbrain import views
 
     chosen = _filters(filters)
     found = brain.explain(
-        query, document, k=k, filters=chosen, mode=mode, best_per_document=best_per_document
+        query,
+        document,
+        k=k,
+        filters=chosen,
+        mode=mode,
+        best_per_document=best_per_document,
+        distinct=distinct,
     )
     return views.explanation(found)
 
@@ -150,6 +179,7 @@ SEARCH = Operation(
             document_id=Option(("--document",), "Only this document id."),
         ),
         BEST.replace(cli=Option(("--best-per-document",), "Keep only each document's best chunk.")),
+        DISTINCT,
         Arg("graph", Kind.BOOL, default=False, help="add the top hits' graph context", mcp=False),
         Arg(
             "explain",
@@ -204,6 +234,7 @@ RECALL = Operation(
             Kind.BOOL,
             help="add graph facts about entities the passages name (default: on in tokenmax)",
         ),
+        DISTINCT,
     ),
     http=Http("POST", "/recall", "retrieval", "RecallOut", body="RecallIn", writes=True),
     mcp=Tool(
@@ -248,6 +279,7 @@ EXPLAIN = Operation(
             path_prefix=Option(("--path-prefix",), "Apply this path prefix filter."),
         ),
         BEST.replace(cli=Option(("--best-per-document",), "As search --best-per-document.")),
+        DISTINCT.replace(cli=Option(("--keep-copies",), "As search --keep-copies.")),
     ),
     http=Http("GET", "/explain", "retrieval", "ExplanationOut", errors=(404,)),
     cli=Command(

@@ -13,6 +13,9 @@ the turns around it and its day: the same words said on two days are two memorie
 The heading keeps apart the pages a template makes: CMake's CheckCSourceRuns and
 CheckCXXSourceRuns differ in a few words, but they answer different questions and their
 titles say so. The signatures spare the word comparison for all but likely pairs.
+
+A hit lists the copies among the candidates the search read (twice k, at least ten), not every
+copy the brain holds.
 """
 
 from __future__ import annotations
@@ -42,13 +45,12 @@ class Distinct:
 
 
 def distinct(candidates: Sequence[Fused], found: Found, k: int) -> Distinct:
-    """Walk the candidates in order until `k` distinct texts are kept; a candidate the store
-    did not return (retired meanwhile) is passed over."""
+    """Walk the candidates in order, keeping the first `k` distinct texts; the candidates
+    after those that the store returned are only matched to them as copies. A candidate the
+    store did not return (not read, or retired meanwhile) is passed over."""
     out = Distinct()
     marks: list[tuple[int, Chunk]] = []  # each kept chunk's signature and chunk
     for candidate in candidates:
-        if len(out.kept) >= k:
-            break
         entry = found.get(candidate.chunk_id)
         if entry is None:
             continue
@@ -56,6 +58,8 @@ def distinct(candidates: Sequence[Fused], found: Found, k: int) -> Distinct:
         mark = _signature(chunk)
         original = next((c for m, c in marks if _copies(m, c, mark, chunk)), None)
         if original is None:
+            if len(out.kept) >= k:
+                continue
             out.kept.append(candidate)
             out.copies[chunk.id] = []
             marks.append((mark, chunk))

@@ -163,13 +163,14 @@ class Searcher:
         self, kept: list[Fused], k: int, collapse: bool
     ) -> tuple[dict[int, tuple[Chunk, DocumentHead]], Distinct]:
         """The chunks a search reads, and the hits it shows: the first k, or with `collapse`
-        the first k distinct texts, read a window at a time (twice k, then doubling) until k
-        are found or the candidates end. The best chunk is always read (the confidence's)."""
+        the first k distinct texts, read a window at a time (twice k or _FIRST_READ, then
+        doubling) until k are found or the candidates end. The best chunk is always read
+        (the confidence's)."""
         if not collapse:
             first = self.store.fetch_chunks([f.chunk_id for f in kept[: max(k, 1)]])
             return first, Distinct(kept[:k], {f.chunk_id: [] for f in kept[:k]})
         chunks: dict[int, tuple[Chunk, DocumentHead]] = {}
-        read, window = 0, 2 * max(k, 1)
+        read, window = 0, max(2 * k, _FIRST_READ)
         while True:
             chunks.update(self.store.fetch_chunks([f.chunk_id for f in kept[read : read + window]]))
             read, window = read + window, window * 2
@@ -432,6 +433,9 @@ def _overlap(first: list[Scored], second: list[Scored]) -> int:
     first, second = first[:OVERLAP_DEPTH], second[:OVERLAP_DEPTH]
     key = _doc if all(s.document_id is not None for s in first + second) else _chunk
     return len({key(s) for s in first} & {key(s) for s in second})
+
+
+_FIRST_READ = 10  # candidates read at least, so that a hit's copies are listed when k is 1
 
 
 def _above_floor(fused: list[Fused], floor: float) -> list[Fused]:

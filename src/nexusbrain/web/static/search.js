@@ -130,8 +130,19 @@
         hit.heading_path.length ? ` · ${hit.heading_path.join(" › ")}` : "",
         " · ", h("span", { class: "rank", title: `fused score ${NB.number(hit.score, 4)} (${hit.trace.fusion_method || "one list"})` }, rankText(hit))),
       snippet(hit.text, stems),
+      alsoIn(hit, params),
       h("p", { class: "actions" }, toggle, h("a", { href: link }, "Open the document at this span")),
       panel);
+  }
+
+  /** Where else the hit's text lives: the search shows a repeated text once. */
+  function alsoIn(hit, params) {
+    if (!hit.also_in || !hit.also_in.length) return "";
+    const places = hit.also_in.map((c) => {
+      const href = `/app/doc/${c.document_id}?${new URLSearchParams({ chunk: c.chunk_id, q: params.q, mode: params.mode || "" })}`;
+      return h("li", {}, h("a", { href }, `${c.uri}:${c.span.line_start}–${c.span.line_end}`));
+    });
+    return h("div", { class: "also-in" }, "Also in: ", h("ul", { class: "inline" }, places));
   }
 
   /** The hit's own trace as a bar chart of fusion contributions, then where the whole document
