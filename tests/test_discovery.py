@@ -122,3 +122,24 @@ def test_two_servers_started_at_once_one_serves_and_the_other_refuses(tmp_path: 
         for process in both:
             if process.poll() is None:
                 stop(process)
+
+
+def test_sigterm_stops_a_server_at_any_moment_of_its_start(tmp_path: Path) -> None:
+    # SIGTERM was an exception raised from its handler, wherever the process was: raised in a
+    # weakref callback of the collector, it was printed and dropped ("Exception ignored"),
+    # and the server never stopped. From before it is announced to after, it must stop.
+    db = brain_file(tmp_path)
+    for delay in (None, 0.0, 0.05, 0.2):
+        process = subprocess.Popen(
+            [PYTHON, "-m", "nexusbrain", "--db", str(db), "serve", "--port", "0"],
+            env=environment(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while delay is not None and discovery.find(db) is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(delay or 0.0)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) is not None, delay
+        assert discovery.find(db) is None

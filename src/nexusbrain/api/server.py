@@ -89,9 +89,12 @@ def _serve(
         from nexusbrain.mcp_server.http import mount_mcp
 
         mount_mcp(app, brain, settings)
-    config = uvicorn_config(app, settings, log_level)
+    server = _Server(uvicorn_config(app, settings, log_level))
     url = local_url(settings.host, bound)
-    previous = signal.signal(signal.SIGTERM, _stop)
+    # SIGTERM asks the server to stop, whenever it comes: before uvicorn runs (then it
+    # returns once started), while it starts (its own handlers are not in place yet, and an
+    # exception raised there would be swallowed by its lifespan), or once it is gone.
+    previous = signal.signal(signal.SIGTERM, server.handle_exit)
     try:
         # Said before it is announced: a client that finds the discovery file, then stops
         # the server, has had its banner (SIGTERM, handled from here, lets stdout flush).
@@ -99,9 +102,9 @@ def _serve(
             on_listen(url)
         discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
         _settle(brain)
-        _Server(config).run(sockets=[listener])
-    except _Stopped:
-        log.info("stopped by SIGTERM")
+        if not server.should_exit:
+            server.run(sockets=[listener])
+        log.info("stopped")
     finally:
         signal.signal(signal.SIGTERM, previous)
         discovery.withdraw(brain.settings.db)
@@ -262,12 +265,12 @@ class _Server(uvicorn.Server):
 
 
 class _Stopped(Exception):
-    """SIGTERM, once uvicorn has shut down gracefully."""
+    """SIGTERM to the supervisor of several workers."""
 
 
 def _stop(signum: int, frame: object) -> None:
-    """uvicorn shuts down gracefully on SIGTERM, then raises it again: its default would end
-    the process before the discovery file is removed."""
+    """The supervisor's SIGTERM: it waits in os.wait for its workers, which this interrupts
+    (the default would end the process before the discovery file is removed)."""
     raise _Stopped
 
 
