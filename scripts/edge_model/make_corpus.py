@@ -16,6 +16,7 @@ prints the counts per source. Sources (licences in NOTICE.edge_model):
   dict      GCIDE, FOLDOC and the Jargon File (dict-gcide, dict-foldoc, dict-jargon): headword -> entry
   go        Gene Ontology term definitions (r-bioc-go.db's GO.sqlite): term -> definition
   chat      chit-chat conversations (PyPI chitchat-dataset, chatterbot-corpus): turn -> reply
+  ict       a sentence of any passage above (but chat) -> the rest of the passage
 
 No dev-set text: the files of the packages the techdocs dev set was built from (git, git-man,
 cmake, cmake-data, vim-runtime, ...) are skipped, and every text or pair sharing a run of
@@ -448,6 +449,28 @@ def from_chat(texts: Texts, pairs: Pairs) -> None:
             texts.extend((t, "chat") for t in convo if words(t) >= 4)
 
 
+# ---------------------------------------------------------------- inverse cloze
+
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)][.!?])\s+(?=[A-Z])")
+
+
+def ict_pairs(texts: Texts, rng: random.Random) -> Pairs:
+    """A sentence of a passage of three or more, and the rest of that passage (the inverse cloze
+    task): a claim-like line and the text around it, from the prose of docs, man pages and GO."""
+    out: Pairs = []
+    for text, source in texts:
+        if source in ("chat", "dict", "wordnet") or words(text) < 30:
+            continue
+        sentences = _SENTENCE_END.split(text)
+        if len(sentences) < 3:
+            continue
+        i = rng.randrange(len(sentences))
+        if words(sentences[i]) >= MIN_WORDS:
+            rest = " ".join(sentences[:i] + sentences[i + 1 :])
+            out.append((sentences[i], rest, "ict"))
+    return out
+
+
 # ---------------------------------------------------------------- dev-set hygiene
 
 
@@ -498,6 +521,8 @@ def main() -> None:
     ):
         step()
         print(f"  {len(texts)} texts, {len(pairs)} pairs", flush=True)
+    pairs += ict_pairs(texts, random.Random(SEED))
+    print(f"  {len(pairs)} pairs with the inverse cloze ones", flush=True)
     banned = dev_shingles(a.dev)
     dropped = {"texts": 0, "pairs": 0}
 
