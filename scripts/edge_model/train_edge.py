@@ -5,21 +5,22 @@ python train_edge.py --init models/m2v_nopca_f32 --data data --out models/edge [
 
 1. vocabulary: the init's WordPiece vocabulary plus the --words most frequent whole words of
    the corpus (data/texts.jsonl) that WordPiece cuts into pieces; a new word's row starts as the
-   sum of its pieces' rows, so that the model gives every text the same vector as before. The tokenizer stays BERT's uncased WordPiece (a longer match wins),
-   so nexusbrain's own WordPiece reads it.
+   sum of its pieces' rows, so that every text keeps its vector. The tokenizer stays BERT's
+   uncased WordPiece (a longer match wins), so nexusbrain's own WordPiece reads it.
 2. regression: each row of the table is fitted so that the normalised mean of a text's rows
    matches the teacher's vector of that text (featurize.py; loss 1 - cosine). The teacher saw the
    first 64 tokens, the student sees the whole text (--student-window: the same 64). Adam,
-   one-cycle schedule.
-3. contrastive: InfoNCE with in-batch negatives on pairs mined without labels
-   (data/pairs.jsonl: a heading and its section, a man page's NAME line and its DESCRIPTION, a
-   term and its definition, a turn and its reply), both directions, with the regression loss
-   kept as a pull towards the teacher (--keep).
-4. projection on the --dim principal axes, int8, saved with the tokenizer and the training arguments.
+   one-cycle schedule. Then the mean row is subtracted from every row.
+3. contrastive (off unless --con-epochs): InfoNCE with in-batch negatives on pairs mined without
+   labels (data/pairs.jsonl: a heading and its section, a man page's NAME line and its
+   DESCRIPTION, a term and its definition, a sentence and the rest of its passage, a turn and
+   its reply), both directions, with the regression loss kept as a pull towards the teacher
+   (--keep). It did not help (docs/design/embedding.md).
+4. projection on the --dim principal axes, int8, saved with the tokenizer and the arguments.
 
-The dev sets are only scored (devsets.py, a quick proxy), never trained on. Intermediate tables
-are cached under data/ (--table-cache) so that a change to a later stage does not redo the
-earlier ones.
+The dev sets are only scored (devsets.py, a quick proxy), never trained on. The regressed table
+is cached under data/ (keyed by the arguments that make it), so that a change to a later stage
+does not redo it.
 """
 
 from __future__ import annotations
