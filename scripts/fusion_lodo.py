@@ -2,7 +2,10 @@
 
 Usage:
   python scripts/fusion_lodo.py --datasets ../shared/datasets --profile edge
-      [--work /tmp/nexusbrain-tune] [--json lodo.json]
+      [--work /tmp/nexusbrain-tune] [--json lodo.json] [--weights 0.3,0.5] [--floors none,-1]
+  # score sets in separate processes, then judge them together:
+  python scripts/fusion_lodo.py --only locomo --scores locomo.json
+  python scripts/fusion_lodo.py --from-scores beir.json locomo.json --json lodo.json
 
 Scores a grid of `balanced` variants (the dense weight × the dense list's lowest z) in
 process, with tune_hybrid.py's brains and metrics, and each against BM25 alone by the paired
@@ -32,15 +35,17 @@ import tune_hybrid as th
 
 from nexusbrain.evals.bootstrap import comparison_seed, paired_bootstrap
 
-WEIGHTS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
-FLOORS = (None, -1.5, -1.0, -0.5)
+WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
+FLOORS = (None, -1.5, -1.0)
 SETS = (*th.BEIR_SETS, "locomo")
 MAIN = {name: "ndcg@10" for name in th.BEIR_SETS} | {"locomo": "recall@5"}
 
 
-def grid() -> dict[str, dict[str, Any]]:
+def grid(
+    weights: tuple[float, ...] = WEIGHTS, floors: tuple[float | None, ...] = FLOORS
+) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {"bm25": {"dense": False}}
-    for weight, floor in itertools.product(WEIGHTS, FLOORS):
+    for weight, floor in itertools.product(weights, floors):
         min_z = {} if floor is None else {"dense": floor, "dense_prf": floor}
         out[f"w{weight} z>={floor}"] = {"weights": {"bm25": 1.0, "dense": weight}, "min_z": min_z}
     return out
@@ -48,10 +53,15 @@ def grid() -> dict[str, dict[str, Any]]:
 
 def scored(args: argparse.Namespace, configs: dict[str, dict[str, Any]]) -> th.Results:
     results: th.Results = {}
+    wanted = set(args.only or SETS)
     for name, (split, graded) in th.BEIR_SETS.items():
+        if name not in wanted:
+            continue
         corpus, queries, qrels = th.beir(args.datasets / name, split)
         settings = th.brain_for(args.work, name, args.profile, th.fill_beir(corpus))
         results[name] = th.run_beir(settings, queries, qrels, graded, configs)
+    if "locomo" not in wanted:
+        return results
     samples = th.locomo(args.datasets / "locomo" / "locomo_dev.json")
     settings = th.brain_for(args.work, "locomo", args.profile, th.fill_locomo(samples))
     results["locomo"] = th.run_locomo(settings, samples, configs)
@@ -62,8 +72,8 @@ def judged(results: th.Results) -> dict[str, dict[str, dict[str, float | bool]]]
     """variant -> set -> gain, interval and whether the rule holds."""
     out: dict[str, dict[str, dict[str, float | bool]]] = {}
     for variant in results[SETS[0]]:
-        if variant == "bm25":
-            continue
+        if variant == "bm25" or any(variant not in results[name] for name in SETS):
+            continue  # judged only where every set scored it
         out[variant] = {}
         for name in SETS:
             metric = MAIN[name]
@@ -103,9 +113,29 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/nexusbrain-tune"))
     parser.add_argument("--profile", default="edge")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--weights", help="dense weights, comma-separated")
+    parser.add_argument("--floors", help="the dense list's lowest z, comma-separated ('none')")
+    parser.add_argument("--only", action="append", help="score only this set (repeatable)")
+    parser.add_argument("--scores", type=Path, help="write the raw scores here and stop")
+    parser.add_argument("--from-scores", type=Path, nargs="+", help="judge these raw scores")
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    table = judged(scored(args, grid()))
+    if args.from_scores:
+        results: th.Results = {}
+        for path in args.from_scores:
+            results.update(json.loads(path.read_text(encoding="utf-8")))
+    else:
+        args.work.mkdir(parents=True, exist_ok=True)
+        weights = tuple(float(w) for w in args.weights.split(",")) if args.weights else WEIGHTS
+        floors = (
+            tuple(None if f == "none" else float(f) for f in args.floors.split(","))
+            if args.floors
+            else FLOORS
+        )
+        results = scored(args, grid(weights, floors))
+    if args.scores:
+        args.scores.write_text(json.dumps(results), encoding="utf-8")
+        return
+    table = judged(results)
     print("\nvariant | " + " | ".join(SETS))
     for variant, row in table.items():
         cells = [

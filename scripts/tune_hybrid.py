@@ -1,4 +1,5 @@
-"""Ablation of the hybrid pipeline on dev data (SciFact train, Cranfield, CISI, MED, LoCoMo dev).
+"""Ablation of the hybrid pipeline on dev data (SciFact train, Cranfield, CISI, MED, techdocs,
+LoCoMo dev).
 
 Usage:
   python scripts/tune_hybrid.py --datasets ../shared/datasets --profile edge [--only scifact]
@@ -111,12 +112,13 @@ def config_of(overrides: dict[str, Any]) -> SearchConfig:
     return replace(base, **values)
 
 
-# name: (split, graded nDCG). Cranfield's qrels are graded; the others are binary.
+# name: (split, graded nDCG). Cranfield's and techdocs' qrels are graded; the others binary.
 BEIR_SETS = {
     "scifact": ("train", False),
     "cranfield": ("test", True),
     "cisi": ("test", False),
     "med": ("test", False),
+    "techdocs": ("test", True),
 }
 Results = dict[str, dict[str, dict[str, Any]]]  # set: variant: {metric: mean, per_query: ...}
 

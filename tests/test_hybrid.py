@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -17,7 +18,12 @@ from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.hashing import HashingEmbedder
 from nexusbrain.records import SearchMode
 from nexusbrain.retrieval.filters import make_filters
-from nexusbrain.retrieval.modes import PRFConfig, preset
+from nexusbrain.retrieval.modes import (
+    PRFConfig,
+    SearchConfig,
+    fusion_of,
+    preset,
+)
 
 DOCS = {
     "ops/deploy.md": "# Deploy\n\nThe deploy failed because the API key expired.\n\n"
@@ -210,3 +216,25 @@ def test_a_word_said_twice_pulls_harder(tmp_path: Path) -> None:
         twice = brain.search("deploy vault vault", k=2)
         assert [h.uri for h in once] == ["deploy.md", "keys.md"]
         assert [h.uri for h in twice] == ["keys.md", "deploy.md"]
+
+
+def test_a_preset_fuses_with_its_profiles_constants_and_a_config_can_override_them(
+    brain: Brain,
+) -> None:
+    seed(brain)
+    for uri, text in {
+        "ops/keys.md": "# Keys\n\nKeys and vaults: rotate them before they expire.",
+        "ops/tls.md": "# TLS\n\nCertificates expire too; renew them in the vault.",
+    }.items():
+        brain.ingest_markdown(text, uri=uri)
+    query = "the key expired in the vault"
+    profile = fusion_of(brain.settings.embedder)
+    own = preset(SearchMode.BALANCED, weights=profile.weights, min_z=profile.min_z)
+    assert preset(SearchMode.BALANCED).weights is None  # the profile decides
+
+    def scores(config: SearchConfig) -> list[tuple[str, float]]:
+        return [(h.uri, round(h.score, 9)) for h in brain.search(query, k=5, config=config)]
+
+    assert scores(preset(SearchMode.BALANCED)) == scores(own)
+    heavier = MappingProxyType({**profile.weights, "dense": 4.0})
+    assert scores(preset(SearchMode.BALANCED, weights=heavier)) != scores(own)

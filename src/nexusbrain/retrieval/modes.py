@@ -61,6 +61,44 @@ CONFIDENCE: MappingProxyType[Profile, ProfileConfidence] = MappingProxyType(
 
 
 @dataclass(frozen=True, slots=True)
+class Fusion:
+    """The fusion constants of one embedding profile: each list's weight, and the lowest z a
+    list can give (z-score fusion). A stronger dense list earns a larger weight, so they belong
+    to the model that made the list (tuned per profile, docs/tuning.md)."""
+
+    weights: MappingProxyType[str, float]
+    min_z: MappingProxyType[str, float]
+
+
+def _fusion(dense: float, floor: float | None) -> Fusion:
+    bounds = {} if floor is None else {"dense": floor, "dense_prf": floor}
+    weights = {"bm25": 1.0, "dense": dense, "bm25_prf": 0.2, "dense_prf": 0.2}
+    return Fusion(MappingProxyType(weights), MappingProxyType(bounds))
+
+
+# BEGIN fusion per profile
+FUSION: MappingProxyType[Profile, Fusion] = MappingProxyType(
+    {
+        # A floor of -1: the edge model's cosine for a chunk it did not rank is weak evidence
+        # against it, so its list lifts candidates but sinks one at most to about its own
+        # 100th hit (whose z is near -1 for every query).
+        Profile.EDGE: _fusion(0.3, -1.0),
+        Profile.QUALITY: _fusion(0.3, -1.0),
+        Profile.HASHING: _fusion(0.3, -1.0),
+        Profile.NONE: _fusion(0.3, -1.0),
+    }
+)
+# END fusion per profile
+# A profile without an entry (a user's own model) takes the quality profile's constants: its
+# list comes from a transformer, as the quality model's does.
+DEFAULT_FUSION = FUSION[Profile.QUALITY]
+
+
+def fusion_of(profile: Profile) -> Fusion:
+    return FUSION.get(profile, DEFAULT_FUSION)
+
+
+@dataclass(frozen=True, slots=True)
 class SearchConfig:
     k: int = 10  # hits returned when the caller does not say
     depth: int = 100  # candidates each retriever contributes to fusion
@@ -70,18 +108,11 @@ class SearchConfig:
     # RRF's k is small: the edge model's dense list is much weaker than BM25, and the usual
     # k = 60 let it reorder BM25's confident top ranks (docs/tuning.md).
     rrf_k: int = 2
-    weights: MappingProxyType[str, float] = field(
-        default_factory=lambda: MappingProxyType(
-            {"bm25": 1.0, "dense": 0.3, "bm25_prf": 0.2, "dense_prf": 0.2}
-        )
-    )
+    # Each list's weight, and below the lowest z a list can give; None: the embedding
+    # profile's (FUSION), which is what a preset uses.
+    weights: MappingProxyType[str, float] | None = None
     prf_config: PRFConfig = field(default_factory=PRFConfig)
-    # Z-score fusion: the lowest z a list can give. The edge model's cosine for a chunk it
-    # did not rank is weak evidence against it, so a dense list lifts candidates but sinks
-    # one at most to about its own 100th hit (whose z is near -1 for every query).
-    min_z: MappingProxyType[str, float] = field(
-        default_factory=lambda: MappingProxyType({"dense": -1.0, "dense_prf": -1.0})
-    )
+    min_z: MappingProxyType[str, float] | None = None
     min_relative_score: float = 0.0  # drop hits whose fused score < this × the best one
     distinct: bool = True  # one hit per repeated text, the others listed as its copies
     withhold_weak: bool = False  # return nothing when the result set is no good match

@@ -36,7 +36,7 @@ from nexusbrain.retrieval.confidence import OVERLAP_DEPTH, confidence, held_weig
 from nexusbrain.retrieval.copies import Distinct, distinct
 from nexusbrain.retrieval.fusion import Fused, rrf, zscore
 from nexusbrain.retrieval.hits import build_hits
-from nexusbrain.retrieval.modes import SearchConfig
+from nexusbrain.retrieval.modes import SearchConfig, fusion_of
 from nexusbrain.retrieval.prf import rm3_terms, rocchio
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.retrieval.turns import Turns
@@ -316,15 +316,18 @@ class Searcher:
         per_document = _per_document(lists)
         key = _doc if per_document else _chunk
         dense: dict[int, float] = {}
+        profile = fusion_of(self.profile)
+        weights = profile.weights if config.weights is None else config.weights
         if config.fusion == "rrf":
             ids = {name: [key(s) for s in results] for name, results in lists.items()}
-            fused = rrf(ids, config.weights, config.rrf_k)
+            fused = rrf(ids, weights, config.rrf_k)
         else:
             scored = {name: [(key(s), s.score) for s in found] for name, found in lists.items()}
             extra = self._dense_scores(lists, probes, per_document)
             dense = extra.get("dense", {})
             extra.update(self._lexical_scores(lists, worded, per_document))
-            fused = zscore(scored, config.weights, extra, positions=depth, min_z=config.min_z)
+            floors = profile.min_z if config.min_z is None else config.min_z
+            fused = zscore(scored, weights, extra, positions=depth, min_z=floors)
         cosine = _first_score(lists.get("dense"), fused, key, dense)
         if not per_document:
             return fused, cosine
