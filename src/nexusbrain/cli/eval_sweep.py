@@ -21,10 +21,9 @@ from nexusbrain.cli.eval_targets import open_brain, scratch_factory
 from nexusbrain.cli.render import Bars
 from nexusbrain.cli.sweep_targets import BrainReplayTarget, replay_copy
 from nexusbrain.clock import utc_now
-from nexusbrain.config import answer_settings
+from nexusbrain.config import AnswerSettings, answer_settings
 from nexusbrain.environment import resolve_db
 from nexusbrain.errors import InvalidInput
-from nexusbrain.evals.answer import AnswerConfig
 from nexusbrain.evals.bootstrap import DEFAULT_RESAMPLES
 from nexusbrain.evals.compare import compare
 from nexusbrain.evals.replay import ReplayTarget, read_captures, run_replay
@@ -156,7 +155,7 @@ def run_all(
         seed=seed,
         data=_data(data),
         beir_split=beir_split,
-        answer=AnswerConfig.from_settings(answer_settings()) if answer else None,
+        answer=answer_settings() if answer else None,
     )
     caps = Caps(
         retrieval_usd=5.0 if budget_usd_retrieval is None else budget_usd_retrieval,
@@ -200,7 +199,7 @@ def _show_estimate(
     planned: Sequence[PlannedRun],
     estimates: Sequence[RunEstimate],
     caps: Caps,
-    config: AnswerConfig | None,
+    config: AnswerSettings | None,
 ) -> None:
     click.echo(f"{PREFIX} cost estimate:")
     for run, cost in zip(planned, estimates, strict=True):
