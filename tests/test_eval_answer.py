@@ -22,10 +22,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from nexusbrain.cli.main import cli
-from nexusbrain.config import answer_settings
+from nexusbrain.config import AnswerSettings, answer_settings
 from nexusbrain.errors import ConfigError
 from nexusbrain.evals import answer, locomo
-from nexusbrain.evals.answer import AnswerConfig, Passage, Price, Question
+from nexusbrain.evals.answer import Passage, Price, Question
 from nexusbrain.evals.locomo_to_longmemeval import convert
 from nexusbrain.evals.results_log import RunStatus, latest, read_log
 from tests.conftest import free_port
@@ -207,17 +207,15 @@ def test_failures_are_attributed_and_citations_scored() -> None:
 def test_configuration_prices_and_estimate() -> None:
     with pytest.raises(ConfigError, match="BRAIN_ANSWER_BASE_URL and BRAIN_ANSWER_MODEL"):
         answer_settings({})
-    config = AnswerConfig.from_settings(
-        answer_settings(
-            {"BRAIN_ANSWER_BASE_URL": "http://127.0.0.1:1/v1/", "BRAIN_ANSWER_MODEL": "gpt-4o-mini"}
-        )
+    config = answer_settings(
+        {"BRAIN_ANSWER_BASE_URL": "http://127.0.0.1:1/v1/", "BRAIN_ANSWER_MODEL": "gpt-4o-mini"}
     )
     assert config.base_url == "http://127.0.0.1:1/v1" and config.api_key is None
-    assert config.unit_price() == Price(0.15, 0.60)
-    assert "sk-" not in repr(AnswerConfig("u", "m", api_key="sk-secret"))
+    assert answer.unit_price(config) == Price(0.15, 0.60)
+    assert "sk-" not in repr(AnswerSettings("u", "m", api_key="sk-secret"))
     # 10 questions x (160 + 2000) in, 10 x 200 out, at $0.15 and $0.60 per million tokens
     guess = answer.estimate(10, 2000, config)
     assert (guess.tokens_in, guess.tokens_out) == (21_600, 2_000)
     assert guess.usd == pytest.approx((21_600 * 0.15 + 2_000 * 0.60) / 1e6)
     with pytest.raises(ConfigError, match="no price for model 'local-llama'"):
-        AnswerConfig("u", "local-llama").unit_price()
+        answer.unit_price(AnswerSettings("u", "local-llama"))

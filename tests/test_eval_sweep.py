@@ -28,6 +28,7 @@ from nexusbrain.evals.results_log import (
     record_view,
     results_path,
 )
+from nexusbrain.evals.runs import commit
 from tests.test_eval_suites import SAMPLE, write_beir
 
 HASHING = {"BRAIN_EMBEDDER": "hashing"}
@@ -204,6 +205,26 @@ def test_results_path_is_at_the_git_root_else_here(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     plain = (tmp_path / "plain").resolve() / ".nexusbrain-evals" / "eval-results.jsonl"
     assert results_path(tmp_path / "plain") == plain
+
+
+def test_the_commit_names_head_and_marks_changed_tracked_files(tmp_path: Path) -> None:
+    name = commit.__wrapped__  # uncached: the test changes the checkout between calls
+    assert name(tmp_path) == "unknown"
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.txt").write_text("one\n")
+    author = ["-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run(["git", "-C", str(tmp_path), "add", "a.txt"], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), *author, "commit", "-qm", "a"], check=True)
+    head = subprocess.run(
+        ["git", "-C", str(tmp_path), "rev-parse", "--short=12", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (tmp_path / "new.txt").write_text("untracked files do not count\n")
+    assert name(tmp_path) == head
+    (tmp_path / "a.txt").write_text("two\n")
+    assert name(tmp_path) == head + "+dirty"
 
 
 def test_the_reader_takes_hand_written_lines_and_skips_malformed_ones() -> None:

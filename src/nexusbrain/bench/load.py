@@ -5,8 +5,8 @@ queue, so `clients=1` is a sequential run and `clients=8` keeps eight requests i
 latency is what the client sees: request written, whole response read.
 
 The client is the standard library's http.client: on a machine of two cores the load runs
-beside the server, and every millisecond of CPU the client spends is taken from the server.
-httpx cost 1.1-2.0 ms of client CPU a search, this 0.3 ms (scripts/measure_client.py)."""
+beside the server, and every millisecond of CPU the client spends is taken from the server
+(docs/design/bench.md compares it with httpx)."""
 
 from __future__ import annotations
 

@@ -8,9 +8,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 import orjson
@@ -18,6 +19,8 @@ import orjson
 from nexusbrain.bench.corpus import DEFAULT_SEED
 from nexusbrain.envelopes import DEFAULT_ENVELOPE, ENVELOPES
 from nexusbrain.errors import InvalidInput
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class PhaseDisplay:
@@ -59,14 +62,23 @@ def exit_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def parse_counts(text: str, option: str) -> tuple[int, ...]:
+def parse_counts(text: str, option: str, example: str) -> tuple[int, ...]:
+    """Comma-separated whole numbers of at least 1; `_` may group digits (10_000)."""
     try:
-        counts = tuple(int(part) for part in text.split(",") if part.strip())
+        counts = tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
     except ValueError:
-        raise InvalidInput(f"{option} {text!r} must be whole numbers like 1,2") from None
+        raise InvalidInput(f"{option} {text!r} must be whole numbers like {example}") from None
     if not counts or min(counts) < 1:
-        raise InvalidInput(f"{option} {text!r} must be whole numbers of at least 1, like 1,2")
+        raise InvalidInput(f"{option} {text!r} must be whole numbers of at least 1, like {example}")
     return counts
+
+
+def parse_scales(text: str) -> tuple[int, ...]:
+    return parse_counts(text, "--scales", "1000,10000")
+
+
+def _count(flag: str, default: int, help: str) -> Callable[[F], F]:
+    return click.option(flag, type=click.IntRange(1), default=default, show_default=True, help=help)
 
 
 def _server_db(url: str | None) -> str | None:
@@ -77,50 +89,18 @@ def _server_db(url: str | None) -> str | None:
     return url
 
 
-def parse_scales(text: str) -> tuple[int, ...]:
-    try:
-        scales = tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise InvalidInput(f"--scales {text!r} must be document counts like 1000,10000") from None
-    if not scales or min(scales) < 1:
-        raise InvalidInput(f"--scales {text!r} must be positive document counts")
-    return scales
-
-
 @click.command("bench")
 @click.option(
     "--scales",
     help="Document counts, comma-separated. [default: 1000,10000, or the "
     "envelope's document count with --envelope]",
 )
-@click.option(
-    "--searches",
-    type=click.IntRange(1),
-    default=200,
-    show_default=True,
-    help="Requests in each latency series.",
+@_count("--searches", 200, "Requests in each latency series.")
+@_count("--concurrency", 8, "Clients in the concurrent series.")
+@_count(
+    "--workers", 1, "serve --workers of every server the bench starts (HTTP ingest and search)."
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1),
-    default=8,
-    show_default=True,
-    help="Clients in the concurrent series.",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(1),
-    default=1,
-    show_default=True,
-    help="serve --workers of every server the bench starts (HTTP ingest and search).",
-)
-@click.option(
-    "--runs",
-    type=click.IntRange(1),
-    default=1,
-    show_default=True,
-    help="Runs per scale; the report gives their median.",
-)
+@_count("--runs", 1, "Runs per scale; the report gives their median.")
 @click.option(
     "--envelope",
     type=click.Choice(list(ENVELOPES)),
@@ -199,7 +179,7 @@ def bench(
         seed=seed,
         workdir=scratch,
         db=_server_db(server_db),
-        replicas=parse_counts(replicas, "--replicas"),
+        replicas=parse_counts(replicas, "--replicas", "1,2"),
     )
     display = PhaseDisplay()
     try:

@@ -17,6 +17,17 @@ from typing import Any, TypeVar
 import click
 import orjson
 
+from nexusbrain.cli.eval_options import (
+    Scoring,
+    chosen,
+    floor_option,
+    json_option,
+    mode_option,
+    output_option,
+    parse_floors,
+    scored,
+    scoring_options,
+)
 from nexusbrain.cli.eval_render import finish
 from nexusbrain.cli.eval_targets import BrainTarget, HttpTarget, open_brain, scratch_factory
 from nexusbrain.cli.render import Bars
@@ -24,12 +35,10 @@ from nexusbrain.errors import InvalidInput
 from nexusbrain.evals import beir, known_item, locomo, longmemeval
 from nexusbrain.evals.judged import read_judged_markdown, select_splits, uri_matcher
 from nexusbrain.evals.locomo_to_longmemeval import convert
-from nexusbrain.evals.metrics import Metric, parse_floor
-from nexusbrain.evals.runner import deepest_cutoff, run_queries, run_trec, the_metrics
+from nexusbrain.evals.runner import run_queries, run_trec
 from nexusbrain.evals.runs import commit
 from nexusbrain.evals.scaffold import live_documents, scaffold
 from nexusbrain.evals.targets import SearchRequest, SearchTarget
-from nexusbrain.records import SearchMode
 from nexusbrain.storage.postgres import is_postgres
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,59 +53,6 @@ class EvalGroup(click.Group):
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             args = ["judged", *args]
         return super().parse_args(ctx, args)
-
-
-def _floors(values: Sequence[str]) -> list[tuple[Metric, float]]:
-    return [parse_floor(v) for v in values]
-
-
-def _metric_names(values: Sequence[str]) -> list[str]:
-    return [name.strip() for value in values for name in value.split(",") if name.strip()]
-
-
-def chosen(defaults: Sequence[str], extra: Sequence[str], floors: Sequence[str]) -> list[Metric]:
-    """The default metrics, plus any asked for with --metrics or named by a --floor."""
-    names = [*(_metric_names(extra) or defaults), *(m.key for m, _ in _floors(floors))]
-    return list(the_metrics(names))
-
-
-def scoring_options(func: F) -> F:
-    func = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(func)
-    func = click.option(
-        "--floor",
-        "floors",
-        multiple=True,
-        metavar="METRIC=VALUE",
-        help="Exit 1 if METRIC falls below VALUE, e.g. r5=0.85 (repeat for more).",
-    )(func)
-    return click.option(
-        "--metrics",
-        "metric_names",
-        multiple=True,
-        metavar="M,M",
-        help="Metrics to report instead of the defaults, e.g. ndcg@10,recall@100,mrr.",
-    )(func)
-
-
-def retrieval_options(k: int) -> Callable[[F], F]:
-    def decorate(func: F) -> F:
-        func = click.option(
-            "--lexical-only",
-            is_flag=True,
-            help="BM25 alone (no embeddings, no feedback): the lexical baseline.",
-        )(func)
-        func = click.option("--k", "k", default=k, show_default=True, help="Results per query.")(
-            func
-        )
-        return click.option(
-            "--mode",
-            type=click.Choice([m.value for m in SearchMode]),
-            default=SearchMode.BALANCED.value,
-            show_default=True,
-            help="Search mode.",
-        )(func)
-
-    return decorate
 
 
 @click.group("eval", cls=EvalGroup)
@@ -182,8 +138,7 @@ def _api_option(func: F) -> F:
 )
 @_api_option
 @_db_option
-@retrieval_options(10)
-@scoring_options
+@scored(10)
 @click.pass_context
 def judged(
     ctx: click.Context,
@@ -192,12 +147,7 @@ def judged(
     corpus: Path | None,
     api: str | None,
     db: str | None,
-    mode: str,
-    k: int,
-    lexical_only: bool,
-    metric_names: tuple[str, ...],
-    floors: tuple[str, ...],
-    as_json: bool,
+    scoring: Scoring,
 ) -> None:
     """Score a judged set: a markdown file of queries and their Relevant: documents, or a
     BEIR folder. Results are documents (one per document). It runs against the brain at --db,
@@ -211,19 +161,7 @@ def judged(
       nexusbrain eval notes-judged.md --api http://127.0.0.1:8765
     """
     if beir.is_beir_folder(judged_set) and api is None and db is None:
-        ctx.invoke(
-            beir_command,
-            folder=judged_set,
-            split=_one_split(judged_set, splits),
-            mode=mode,
-            k=k,
-            lexical_only=lexical_only,
-            metric_names=metric_names,
-            floors=floors,
-            as_json=as_json,
-            trec_run=None,
-            server=None,
-        )
+        _run_beir(ctx, judged_set, _one_split(judged_set, splits), scoring)
         return
     if beir.is_beir_folder(judged_set):
         queries = beir.beir_queries(judged_set, _one_split(judged_set, splits))
@@ -231,21 +169,23 @@ def judged(
     else:
         queries = select_splits(read_judged_markdown(judged_set), splits)
         defaults = JUDGED_METRICS
-    metrics = chosen(defaults, metric_names, floors)
-    request = SearchRequest(max(k, deepest_cutoff(metrics)), mode, best_per_document=True)
-    with Bars(not as_json) as bars, _target(ctx, api, db, corpus, lexical_only) as (target, spent):
+    metrics = scoring.metrics(defaults)
+    with (
+        Bars(not scoring.as_json) as bars,
+        _target(ctx, api, db, corpus, scoring.lexical_only) as (target, spent),
+    ):
         run = run_queries(
             "judged",
             str(judged_set),
             target,
             queries,
-            request,
+            scoring.request(metrics, best_per_document=True),
             metrics,
             uri_matcher(queries),
             progress=bars,
             seconds=spent,
         )
-    finish(ctx, run, _floors(floors), as_json)
+    scoring.finish(ctx, run)
 
 
 def _one_split(folder: Path, splits: Sequence[str]) -> str:
@@ -266,8 +206,7 @@ def _one_split(folder: Path, splits: Sequence[str]) -> str:
     help="Also write the ranking as a TREC run file (for trec_eval or `eval score`).",
 )
 @_scratch_option
-@retrieval_options(100)
-@scoring_options
+@scored(100)
 @click.pass_context
 def beir_command(
     ctx: click.Context,
@@ -275,12 +214,7 @@ def beir_command(
     split: str,
     trec_run: Path | None,
     server: str | None,
-    mode: str,
-    k: int,
-    lexical_only: bool,
-    metric_names: tuple[str, ...],
-    floors: tuple[str, ...],
-    as_json: bool,
+    scoring: Scoring,
 ) -> None:
     """Run a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): ingest the whole
     corpus into a scratch brain, search every judged query of the split, score documents.
@@ -292,19 +226,30 @@ def beir_command(
       nexusbrain eval beir ../shared/datasets/cranfield --split test --lexical-only --json
       nexusbrain eval beir ../shared/datasets/scifact --split train --db 'postgresql:///x?schema=ev'
     """
-    metrics = chosen(beir.DEFAULT_METRICS, metric_names, floors)
-    request = SearchRequest(max(k, deepest_cutoff(metrics)), mode, best_per_document=True)
-    with Bars(not as_json) as bars:
+    _run_beir(ctx, folder, split, scoring, trec_run=trec_run, server=server)
+
+
+def _run_beir(
+    ctx: click.Context,
+    folder: Path,
+    split: str,
+    scoring: Scoring,
+    *,
+    trec_run: Path | None = None,
+    server: str | None = None,
+) -> None:
+    metrics = scoring.metrics(beir.DEFAULT_METRICS)
+    with Bars(not scoring.as_json) as bars:
         run = beir.run_beir(
             folder,
             split,
-            scratch_factory(lexical_only=lexical_only, server=server),
-            request,
+            scratch_factory(lexical_only=scoring.lexical_only, server=server),
+            scoring.request(metrics, best_per_document=True),
             metrics,
             progress=bars,
             trec_run=trec_run,
         )
-    finish(ctx, run, _floors(floors), as_json)
+    scoring.finish(ctx, run)
 
 
 @eval_group.command("locomo")
@@ -312,8 +257,7 @@ def beir_command(
 @click.option("--split", default="dev", show_default=True, help="The split this file is.")
 @click.option("--no-captions", is_flag=True, help="Leave shared photos' captions out of turns.")
 @_scratch_option
-@retrieval_options(10)
-@scoring_options
+@scored(10)
 @click.pass_context
 def locomo_command(
     ctx: click.Context,
@@ -321,12 +265,7 @@ def locomo_command(
     split: str,
     no_captions: bool,
     server: str | None,
-    mode: str,
-    k: int,
-    lexical_only: bool,
-    metric_names: tuple[str, ...],
-    floors: tuple[str, ...],
-    as_json: bool,
+    scoring: Scoring,
 ) -> None:
     """Run LoCoMo (the locomo10.json format): each conversation in a scratch brain, one chunk
     per turn, each question searched within its own conversation. Turn-level recall@5/10 and
@@ -338,30 +277,23 @@ def locomo_command(
       nexusbrain eval locomo ../shared/datasets/locomo/locomo_dev.json --lexical-only
       nexusbrain eval locomo locomo_dev.json --db 'postgresql:///brains?schema=evals'
     """
-    metrics = chosen(locomo.DEFAULT_METRICS, metric_names, floors)
-    request = SearchRequest(max(k, deepest_cutoff(metrics)), mode)
-    with Bars(not as_json) as bars:
+    metrics = scoring.metrics(locomo.DEFAULT_METRICS)
+    with Bars(not scoring.as_json) as bars:
         run = locomo.run_locomo(
             file,
-            scratch_factory(lexical_only=lexical_only, server=server),
-            request,
+            scratch_factory(lexical_only=scoring.lexical_only, server=server),
+            scoring.request(metrics),
             metrics,
             split=split,
             captions=not no_captions,
             progress=bars,
         )
-    finish(ctx, run, _floors(floors), as_json)
+    scoring.finish(ctx, run)
 
 
 @eval_group.command("longmemeval")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--output",
-    "-o",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the official retrieval log (JSON lines) here.",
-)
+@output_option("Write the official retrieval log (JSON lines) here.", required=True)
 @click.option(
     "--granularity",
     type=click.Choice([g.value for g in longmemeval.Granularity]),
@@ -370,22 +302,10 @@ def locomo_command(
     help="Rank user turns, or sessions.",
 )
 @click.option("--split", default="dev", show_default=True, help="The split this file is.")
-@click.option(
-    "--mode",
-    type=click.Choice([m.value for m in SearchMode]),
-    default="balanced",
-    show_default=True,
-    help="Search mode.",
-)
+@mode_option("Search mode.")
 @click.option("--lexical-only", is_flag=True, help="BM25 alone: the lexical baseline.")
-@click.option(
-    "--floor",
-    "floors",
-    multiple=True,
-    metavar="METRIC=VALUE",
-    help="Exit 1 if METRIC (e.g. recall_any@5) falls below VALUE.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@floor_option("Exit 1 if METRIC (e.g. recall_any@5) falls below VALUE.")
+@json_option()
 @click.pass_context
 def longmemeval_command(
     ctx: click.Context,
@@ -409,7 +329,7 @@ def longmemeval_command(
       nexusbrain eval longmemeval lme.json --output lme.jsonl --granularity session --json
     """
     known = {f"{name}@{k}" for name in TRACK for k in longmemeval.KS}
-    for metric, _ in _floors(floors):
+    for metric, _ in parse_floors(floors):
         if metric.key not in known:
             raise InvalidInput(f"--floor {metric.key}: LongMemEval reports {', '.join(TRACK)}")
     with Bars(not as_json) as bars, output.open("wb") as handle:
@@ -422,14 +342,14 @@ def longmemeval_command(
             split=split,
             progress=bars,
         )
-    finish(ctx, run, _floors(floors), as_json)
+    finish(ctx, run, parse_floors(floors), as_json)
 
 
 @eval_group.command("convert-locomo")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@output_option(required=True)
 @click.option("--no-captions", is_flag=True, help="Leave shared photos' captions out of turns.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@json_option("Print a JSON summary.")
 def convert_locomo(file: Path, output: Path, no_captions: bool, as_json: bool) -> None:
     """Convert LoCoMo conversations (locomo10.json format) into LongMemEval JSON, one question
     per LoCoMo question with evidence; adversarial ones become _abs questions.
@@ -454,8 +374,7 @@ def convert_locomo(file: Path, output: Path, no_captions: bool, as_json: bool) -
 @_api_option
 @click.option("--n", "n", default=120, show_default=True, help="How many queries.")
 @click.option("--seed", default=0, show_default=True, help="Seed for choosing chunks.")
-@retrieval_options(10)
-@scoring_options
+@scored(10)
 @click.pass_context
 def known_item_command(
     ctx: click.Context,
@@ -463,12 +382,7 @@ def known_item_command(
     api: str | None,
     n: int,
     seed: int,
-    mode: str,
-    k: int,
-    lexical_only: bool,
-    metric_names: tuple[str, ...],
-    floors: tuple[str, ...],
-    as_json: bool,
+    scoring: Scoring,
 ) -> None:
     """Known-item regression on a brain's own chunks: each query is a 200-character excerpt
     of a stored chunk, and its relevant set is the chunk and its near-duplicates (word overlap
@@ -478,30 +392,27 @@ def known_item_command(
     Example:
       nexusbrain eval known-item --db notes.db --n 120 --seed 7 --floor r10=0.9
     """
-    metrics = chosen(known_item.DEFAULT_METRICS, metric_names, floors)
-    request = SearchRequest(max(k, deepest_cutoff(metrics)), mode)
-    with Bars(not as_json) as bars, _target(ctx, api, db, None, lexical_only) as (target, _):
+    metrics = scoring.metrics(known_item.DEFAULT_METRICS)
+    with (
+        Bars(not scoring.as_json) as bars,
+        _target(ctx, api, db, None, scoring.lexical_only) as (target, _),
+    ):
         run = known_item.run_known_item(
             target,
-            request,
+            scoring.request(metrics),
             metrics,
             n=n,
             seed=seed,
             source=api or str(db or "default brain"),
             progress=bars,
         )
-    finish(ctx, run, _floors(floors), as_json)
+    scoring.finish(ctx, run)
 
 
 @eval_group.command("scaffold")
 @_db_option
 @_api_option
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the skeleton here (default: stdout).",
-)
+@output_option("Write the skeleton here (default: stdout).")
 @click.option("--n", "n", default=30, show_default=True, help="How many documents to draw.")
 @click.option("--seed", default=0, show_default=True, help="Seed for drawing them.")
 @click.option(
@@ -573,4 +484,4 @@ def score_command(
       nexusbrain eval score --run bm25.run --qrels qrels.test.txt --metrics ndcg@10,recall@100
     """
     metrics = chosen(beir.DEFAULT_METRICS, metric_names, floors)
-    finish(ctx, run_trec(run_file, qrels, metrics), _floors(floors), as_json)
+    finish(ctx, run_trec(run_file, qrels, metrics), parse_floors(floors), as_json)

@@ -16,14 +16,14 @@ from pathlib import Path
 import click
 import orjson
 
+from nexusbrain.cli.eval_options import json_option, mode_option, output_option
 from nexusbrain.cli.eval_targets import open_brain, scratch_factory
 from nexusbrain.cli.render import Bars
 from nexusbrain.cli.sweep_targets import BrainReplayTarget, replay_copy
 from nexusbrain.clock import utc_now
-from nexusbrain.config import answer_settings
+from nexusbrain.config import AnswerSettings, answer_settings
 from nexusbrain.environment import resolve_db
 from nexusbrain.errors import InvalidInput
-from nexusbrain.evals.answer import AnswerConfig
 from nexusbrain.evals.bootstrap import DEFAULT_RESAMPLES
 from nexusbrain.evals.compare import compare
 from nexusbrain.evals.replay import ReplayTarget, read_captures, run_replay
@@ -83,6 +83,13 @@ def _results(path: Path | None) -> Path:
     return path or results_path()
 
 
+_results_option = click.option(
+    "--results",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The results log (default: .nexusbrain-evals/eval-results.jsonl at the git root).",
+)
+
+
 def _interactive() -> bool:
     return sys.stdin.isatty()
 
@@ -110,12 +117,8 @@ def _interactive() -> bool:
 @click.option("--budget-usd-retrieval", type=float, help="Cap on retrieval cost (default $5).")
 @click.option("--budget-usd-answer", type=float, help="Cap on answer generation (default $20).")
 @click.option("--yes", is_flag=True, help="Run even when the estimate exceeds a cap.")
-@click.option(
-    "--results",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The results log (default: .nexusbrain-evals/eval-results.jsonl at the git root).",
-)
-@click.option("--json", "as_json", is_flag=True, help="End with a JSON summary for scripts.")
+@_results_option
+@json_option("End with a JSON summary for scripts.")
 @click.pass_context
 def run_all(
     ctx: click.Context,
@@ -152,7 +155,7 @@ def run_all(
         seed=seed,
         data=_data(data),
         beir_split=beir_split,
-        answer=AnswerConfig.from_settings(answer_settings()) if answer else None,
+        answer=answer_settings() if answer else None,
     )
     caps = Caps(
         retrieval_usd=5.0 if budget_usd_retrieval is None else budget_usd_retrieval,
@@ -196,7 +199,7 @@ def _show_estimate(
     planned: Sequence[PlannedRun],
     estimates: Sequence[RunEstimate],
     caps: Caps,
-    config: AnswerConfig | None,
+    config: AnswerSettings | None,
 ) -> None:
     click.echo(f"{PREFIX} cost estimate:")
     for run, cost in zip(planned, estimates, strict=True):
@@ -248,12 +251,7 @@ def _check_budget(
 
 @click.command("compare")
 @click.option("--suite", "suites", multiple=True, help="Only this suite (repeatable).")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the markdown report here (default: stdout).",
-)
+@output_option("Write the markdown report here (default: stdout).")
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -263,11 +261,7 @@ def _check_budget(
 @click.option(
     "--resamples", default=DEFAULT_RESAMPLES, show_default=True, help="Bootstrap resamples."
 )
-@click.option(
-    "--results",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The results log (default: .nexusbrain-evals/eval-results.jsonl at the git root).",
-)
+@_results_option
 def compare_command(
     suites: tuple[str, ...],
     output: Path | None,
@@ -326,20 +320,14 @@ def _shown(log: Path) -> str:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Captured queries (NDJSON from `nexusbrain eval captures`).",
 )
-@click.option(
-    "--mode",
-    type=click.Choice([m.value for m in SearchMode]),
-    default=SearchMode.BALANCED.value,
-    show_default=True,
-    help="Search mode to replay in.",
-)
+@mode_option("Search mode to replay in.")
 @click.option("--k", type=int, help="Compare the top k (default: as many as came back then).")
 @click.option(
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
     help="The brain to replay against (default: nexusbrain's --db, $BRAIN_DB_PATH).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@json_option()
 @click.pass_context
 def replay_command(
     ctx: click.Context, against: Path, mode: str, k: int | None, db: Path | None, as_json: bool
@@ -391,12 +379,7 @@ def _ms(value: float | None) -> str:
 
 
 @click.command("captures")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the NDJSON here (default: stdout).",
-)
+@output_option("Write the NDJSON here (default: stdout).")
 @click.option(
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),

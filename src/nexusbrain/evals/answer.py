@@ -29,7 +29,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -45,6 +45,8 @@ JUDGE_TOKENS = 120  # a judge prompt, beyond the question and the two answers
 CORRECT_F1 = 0.5
 SUPPORTED = 0.5  # share of an answer's words a cited passage must hold
 UNKNOWN = "unknown"
+MAX_TOKENS = 200  # an answer's length at most
+TIMEOUT = 60.0  # seconds an endpoint may take to answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,40 +72,18 @@ PRICES: Mapping[str, Price] = MappingProxyType(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerConfig:
-    base_url: str
-    model: str
-    api_key: str | None = field(default=None, repr=False)
-    judge_model: str | None = None
-    price: Price | None = None  # None: the price table's, by model name
-    max_tokens: int = 200
-    timeout: float = 60.0
-
-    @classmethod
-    def from_settings(cls, settings: AnswerSettings) -> AnswerConfig:
-        """The endpoint that config.answer_settings() read from BRAIN_ANSWER_*."""
-        price = None
-        if settings.price_in is not None and settings.price_out is not None:
-            price = Price(settings.price_in, settings.price_out)
-        return cls(
-            base_url=settings.base_url,
-            model=settings.model,
-            api_key=settings.api_key,
-            judge_model=settings.judge_model,
-            price=price,
-        )
-
-    def unit_price(self, model: str | None = None) -> Price:
-        name = model or self.model
-        if self.price is not None:
-            return self.price
-        if name in PRICES:
-            return PRICES[name]
-        raise ConfigError(
-            f"no price for model {name!r}: set BRAIN_ANSWER_PRICE_IN and BRAIN_ANSWER_PRICE_OUT "
-            f"(USD per million tokens); the table knows {', '.join(sorted(PRICES))}"
-        )
+def unit_price(endpoint: AnswerSettings, model: str | None = None) -> Price:
+    """The price of `model` (default: the endpoint's): the one BRAIN_ANSWER_PRICE_IN / _OUT
+    set, else the table's."""
+    name = model or endpoint.model
+    if endpoint.price_in is not None and endpoint.price_out is not None:
+        return Price(endpoint.price_in, endpoint.price_out)
+    if name in PRICES:
+        return PRICES[name]
+    raise ConfigError(
+        f"no price for model {name!r}: set BRAIN_ANSWER_PRICE_IN and BRAIN_ANSWER_PRICE_OUT "
+        f"(USD per million tokens); the table knows {', '.join(sorted(PRICES))}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +114,14 @@ class Completion:
 class ChatClient:
     """POST {base_url}/chat/completions, the OpenAI wire format, over httpx."""
 
-    def __init__(self, config: AnswerConfig) -> None:
+    def __init__(self, config: AnswerSettings) -> None:
         try:
             import httpx
         except ImportError:  # pragma: no cover - httpx comes with the mcp dependency
             raise MissingExtra("answer", "httpx") from None
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         self.config = config
-        self.http = httpx.Client(base_url=config.base_url, headers=headers, timeout=config.timeout)
+        self.http = httpx.Client(base_url=config.base_url, headers=headers, timeout=TIMEOUT)
         self.error = httpx.HTTPError
 
     def complete(
@@ -316,16 +296,16 @@ def score(question: Question, reply: str, judged: float | None, cost: float) -> 
 
 
 def answer_all(
-    questions: Sequence[Question], client: ChatClient, config: AnswerConfig, *, seed: int
+    questions: Sequence[Question], client: ChatClient, config: AnswerSettings, *, seed: int
 ) -> list[Answer]:
     """Answer each question from its passages (and judge it, with a judge configured)."""
-    price = config.unit_price()
+    price = unit_price(config)
     out = []
     for question in questions:
         done = client.complete(
             answer_messages(question.text, question.passages),
             model=config.model,
-            max_tokens=config.max_tokens,
+            max_tokens=MAX_TOKENS,
             seed=seed,
         )
         cost = price.cost(done.tokens_in, done.tokens_out)
@@ -339,7 +319,7 @@ def answer_all(
                 seed=seed,
             )
             judged = float(verdict.text.strip().lower().startswith("yes"))
-            cost += config.unit_price(config.judge_model).cost(
+            cost += unit_price(config, config.judge_model).cost(
                 verdict.tokens_in, verdict.tokens_out
             )
         out.append(score(question, done.text, judged, cost))
@@ -394,14 +374,14 @@ class Estimate:
     usd: float
 
 
-def estimate(questions: int, context_budget: int, config: AnswerConfig) -> Estimate:
+def estimate(questions: int, context_budget: int, config: AnswerSettings) -> Estimate:
     """An upper estimate: each question's prompt holds a full context budget and the answer
-    runs to max_tokens (plus a judge call when one is configured)."""
+    runs to MAX_TOKENS (plus a judge call when one is configured)."""
     tokens_in = questions * (PROMPT_TOKENS + context_budget)
-    tokens_out = questions * config.max_tokens
-    usd = config.unit_price().cost(tokens_in, tokens_out)
+    tokens_out = questions * MAX_TOKENS
+    usd = unit_price(config).cost(tokens_in, tokens_out)
     if config.judge_model:
-        judge_in, judge_out = questions * (JUDGE_TOKENS + 2 * config.max_tokens), questions * 5
-        usd += config.unit_price(config.judge_model).cost(judge_in, judge_out)
+        judge_in, judge_out = questions * (JUDGE_TOKENS + 2 * MAX_TOKENS), questions * 5
+        usd += unit_price(config, config.judge_model).cost(judge_in, judge_out)
         tokens_in, tokens_out = tokens_in + judge_in, tokens_out + judge_out
     return Estimate(tokens_in, tokens_out, usd)

@@ -17,7 +17,6 @@ skipped, never fatal. Where a suite and mode appear more than once, the latest r
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +27,7 @@ from typing import Any
 import orjson
 
 from nexusbrain.clock import format_time, parse_time
+from nexusbrain.evals.runs import git
 
 RESULTS_DIR = ".nexusbrain-evals"
 RESULTS_FILE = "eval-results.jsonl"
@@ -80,17 +80,7 @@ class LogReading:
 def results_path(cwd: Path | None = None) -> Path:
     """`.nexusbrain-evals/eval-results.jsonl` at the git root of `cwd`, else in `cwd`."""
     here = (cwd or Path.cwd()).resolve()
-    try:
-        root = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        root = ""
+    root = git(here, "rev-parse", "--show-toplevel")
     return (Path(root) if root else here) / RESULTS_DIR / RESULTS_FILE
 
 

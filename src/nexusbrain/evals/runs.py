@@ -98,22 +98,26 @@ def commit(start: Path | None = None) -> str:
     tracked files changed; "unknown" outside a git checkout or without git. Never networked.
     Cached: the first call (the CLI makes it as an eval command starts) names the code that
     was loaded, even if the checkout moves on during a long run."""
-    where = str(start or Path(__file__).resolve().parent)
+    where = start or Path(__file__).resolve().parent
+    head = git(where, "rev-parse", "--short=12", "HEAD")
+    if not head:
+        return "unknown"
+    return head + ("+dirty" if git(where, "diff-index", "--name-only", "HEAD", "--") else "")
+
+
+def git(where: Path, *args: str) -> str:
+    """What `git ARGS` prints in `where`, stripped; "" when git is missing or fails."""
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
+        return subprocess.run(
+            ["git", *args],
             cwd=where,
             capture_output=True,
             text=True,
             timeout=10,
             check=True,
         ).stdout.strip()
-        clean = subprocess.run(
-            ["git", "diff-index", "--quiet", "HEAD", "--"], cwd=where, timeout=10, check=False
-        )
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("" if clean.returncode == 0 else "+dirty") if head else "unknown"
+        return ""
 
 
 def run_config(

@@ -8,7 +8,7 @@ is recorded as failed with the reason, and the sweep goes on. brainbench does no
 the mode: it runs once, with mode "n/a".
 
 Cost: retrieval runs on local compute, so its estimate is $0. Answer generation (optional,
-`AnswerConfig`) is estimated from the price table, with each question's prompt holding the
+`AnswerSettings`) is estimated from the price table, with each question's prompt holding the
 mode's full context budget and each answer running to max_tokens: an upper estimate.
 """
 
@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from nexusbrain.clock import Clock
+from nexusbrain.config import AnswerSettings
 from nexusbrain.errors import BrainError, InvalidInput
 from nexusbrain.evals import answer, beir, locomo, longmemeval
 from nexusbrain.evals.brainbench import run_brainbench
@@ -82,7 +83,7 @@ class SweepSpec:
     seed: int
     data: Mapping[Suite, Path] = field(default_factory=dict)
     beir_split: str | None = None
-    answer: answer.AnswerConfig | None = None
+    answer: AnswerSettings | None = None
     unavailable: Mapping[Suite, str] = field(default_factory=dict)  # suite -> why it cannot run
 
 
@@ -114,7 +115,7 @@ class SweepTools:
     commit: str
     replay_target: Callable[[], AbstractContextManager[ReplayTarget]] | None = None
     replay_label: str = ""
-    chat: Callable[[answer.AnswerConfig], answer.ChatClient] = answer.ChatClient
+    chat: Callable[[AnswerSettings], answer.ChatClient] = answer.ChatClient
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +177,7 @@ def _question_count(suite: Suite, path: Path, spec: SweepSpec) -> int:
     return 0
 
 
-def estimate(runs: Sequence[PlannedRun], config: answer.AnswerConfig | None) -> list[RunEstimate]:
+def estimate(runs: Sequence[PlannedRun], config: AnswerSettings | None) -> list[RunEstimate]:
     out = []
     for run in runs:
         usd, tokens = 0.0, 0

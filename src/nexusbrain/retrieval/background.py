@@ -28,9 +28,9 @@ from nexusbrain.storage.base import DenseIndex, DocumentStore
 log = logging.getLogger(__name__)
 
 # Chunks read from the store at a time, then embedded shortest first: a transformer pads each
-# run to its longest text, and sorting a window of 512 (by characters, close enough to tokens)
-# leaves 2.3% of the padded tokens padding on SciFact's chunks and 13.5% on LoCoMo's turns,
-# where 32 at a time in store order left 6.1% and 37.7% (docs/design/embedding.md).
+# run to its longest text, so a run of texts of like length (by characters, close enough to
+# tokens) wastes little on padding; a wide window finds such runs (docs/design/embedding.md
+# has the padding it leaves).
 WINDOW = 512
 # Chunks embedded per transaction: about a second of the quality model's work on long chunks,
 # so that `close` (which lets the group in hand finish and be stored) returns soon.

@@ -288,7 +288,8 @@ class PostingScorer:
 
 def distinct(values: Ids) -> Ids:
     """The distinct values, ascending: np.unique's answer without its check for a masked
-    array, which imports numpy.ma (~6 ms of a fresh process's search)."""
+    array, which imports numpy.ma, a cost a fresh process's first search would pay
+    (docs/design/retrieval.md)."""
     ordered = np.sort(values)
     if len(ordered) < 2:
         return ordered

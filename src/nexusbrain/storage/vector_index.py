@@ -141,9 +141,8 @@ class VectorIndex:
     def warm(self) -> None:
         """Catch up with the store, and read a byte of every page of the rows' vectors.
         They are mapped from the cache file, and a quantized search reads its candidates'
-        rows from all over it, so a new process's first few hundred searches each waited on
-        page faults (about 130 a search at 101k rows, two workers) until every page had
-        been read once."""
+        rows from all over it, so a new process's first searches would each wait on page
+        faults until every page had been read once (docs/design/retrieval.md)."""
         self.sync()
         half = self._rows.half
         if half.size:
@@ -347,7 +346,8 @@ class VectorIndex:
         raw = _uncentred(query, rows.center).astype(np.float16)
         mine = sign_codes(raw[None, :], rows.space.reference)[0]
         # a word (column) at a time: the codes are kept word-major, so each column is
-        # contiguous, several times faster than counting the whole matrix and summing its rows
+        # contiguous and read in one pass, where counting the whole matrix would stride across
+        # rows and then sum them (docs/design/retrieval.md)
         distance = np.bitwise_count(codes[:, 0] ^ mine[0]).astype(np.int16)
         for word in range(1, codes.shape[1]):
             distance += np.bitwise_count(codes[:, word] ^ mine[word])
@@ -419,7 +419,7 @@ def _uncentred(query: NDArray[np.float32], center: NDArray[np.float32]) -> NDArr
 
 def _smallest(distance: NDArray[np.int16], ids: NDArray[np.int64], k: int) -> NDArray[np.intp]:
     """Positions of the k smallest distances (Hamming distances: small whole numbers, so the
-    k-th smallest is read off their histogram, several times faster than a partition); at
+    k-th smallest is read off their histogram, with no partition of the array); at
     the cut, the lowest chunk ids win, so that the same rows give the same candidates
     whatever order the index holds them in."""
     cut = int(np.searchsorted(np.cumsum(np.bincount(distance)), k))

@@ -230,11 +230,12 @@ class Rows:
 
 
 def single(half: NDArray[np.float16]) -> NDArray[np.float32]:
-    """Finite float16 values as float32: the values `astype` gives, about twice as fast (numpy
-    converts float16 one value at a time, and converting the rescored rows was the largest
-    part of a quantized search). Sign-extended to 32 bits and shifted, the sign lands in bits
-    28-31; the mask keeps it in bit 31 alone, and the power of two puts the exponent back. A
-    stored vector is a unit vector, so no value is infinite or NaN."""
+    """Finite float16 values as float32: the values `astype` gives, in a few whole-array
+    integer operations where numpy converts float16 one value at a time (a quantized search
+    converts every row it rescores: docs/design/retrieval.md). Sign-extended to 32 bits and
+    shifted, the sign lands in bits 28-31; the mask keeps it in bit 31 alone, and the power of
+    two puts the exponent back. A stored vector is a unit vector, so no value is infinite or
+    NaN."""
     bits = half.view(np.int16).astype(np.int32)
     bits <<= 13
     bits &= _SIGN_AND_BELOW
