@@ -105,6 +105,32 @@ def test_errors_are_one_line_and_exit_1(run, tmp_path: Path) -> None:  # type: i
     assert strict.exit_code == 1 and "not valid UTF-8" in strict.output
 
 
+def test_command_line_mistakes_are_one_line_with_the_fix_and_exit_1(tmp_path: Path) -> None:
+    """Issue 35.10: click's own usage errors were three lines and exit code 2."""
+
+    def run(*args: str) -> click.testing.Result:
+        db = ["--db", str(tmp_path / "brain.db")]
+        return CliRunner().invoke(cli, [*db, *args], prog_name="nexusbrain")
+
+    assert run("add", "a first memory").exit_code == 0
+    dash = run("search", "-foo")
+    assert dash.exit_code == 1
+    assert dash.output.strip().splitlines() == [
+        "error: No such option '-f'. To give a value that begins with '-' ('-foo'), put it"
+        " after '--': nexusbrain search -- -foo"
+    ]
+    assert run("search", "--", "-foo").exit_code == 0  # the fix works
+    for args, told in [
+        (("serch", "x"), "error: No such command 'serch'. Did you mean 'search'?"),
+        (("graph", "relatons"), "error: No such command 'relatons'. Did you mean 'relations'?"),
+        (("--bogus",), "error: No such option '--bogus'. See 'nexusbrain --help'."),
+        (("search",), "error: Missing argument 'QUERY'. See 'nexusbrain search --help'."),
+        (("zzzzqq",), "error: No such command 'zzzzqq'. See 'nexusbrain --help'."),
+    ]:
+        result = run(*args)
+        assert (result.exit_code, result.output.strip().splitlines()) == (1, [told]), args
+
+
 def test_lazy_commands_are_listed_with_their_own_help_without_being_imported() -> None:
     listing = CliRunner().invoke(cli, ["--help"]).output
     for name, (_, summary) in LAZY.items():

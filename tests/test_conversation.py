@@ -4,13 +4,17 @@ is refused, over HTTP with a 413 that names the cap and the session."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexusbrain.config import MAX_SESSION_TURNS, Limits
+from nexusbrain.brain import Brain
+from nexusbrain.clock import FrozenClock
+from nexusbrain.config import MAX_SESSION_TURNS, Limits, Profile, ServerSettings, Settings
 from nexusbrain.dates import day_tokens, stamp_day
 from nexusbrain.errors import InvalidInput, TooLarge
 from nexusbrain.ingest.conversation import (
@@ -22,8 +26,10 @@ from nexusbrain.ingest.conversation import (
     sessions_from_json,
 )
 
-from .conftest import LiveServer
+from .conftest import LiveServer, _serve, free_port
 from .test_api import assert_error
+
+serving = contextlib.contextmanager(_serve)
 
 
 def reference_chunks(
@@ -147,3 +153,38 @@ def test_a_session_over_the_cap_is_a_413_and_nothing_is_stored(live_server: Live
         body = {"sessions": [{"id": "full", "turns": turns[:MAX_SESSION_TURNS]}]}
         [result] = http.post("/ingest/conversation", json=body).json()["results"]
         assert result["chunks"] == MAX_SESSION_TURNS
+
+
+def test_a_body_over_the_cap_is_a_413_before_its_turns_are_read(
+    live_server: LiveServer,
+) -> None:
+    # the last turn is no turn at all: read before the count, the body were a 422
+    turns: list[object] = [{"role": "user", "content": "hi"}] * 100_000
+    body = {"sessions": [{"id": "huge", "turns": [*turns[:-1], 7]}]}
+    with live_server.client() as http:
+        error = assert_error(http.post("/ingest/conversation", json=body), 413, "too_large")
+        assert f"limit of {MAX_SESSION_TURNS} turns" in error["message"]
+        schema = http.get("/openapi.json").json()["components"]["schemas"]
+        assert schema["SessionIn"]["properties"]["turns"]["maxItems"] == MAX_SESSION_TURNS
+
+
+@pytest.mark.parametrize("cap", [3, MAX_SESSION_TURNS + 5])
+def test_the_body_counts_against_the_serving_brains_cap(
+    tmp_path: Path, clock: FrozenClock, cap: int
+) -> None:
+    turns = [{"role": "user", "content": f"turn {i}"} for i in range(cap + 1)]
+    limits = Limits(max_session_turns=cap)
+    settings = Settings(db=tmp_path / "b.db", embedder=Profile.HASHING, limits=limits)
+    with (
+        Brain.open(settings=settings, clock=clock) as brain,
+        serving(brain, ServerSettings(port=free_port())) as server,
+        server.client() as http,
+    ):
+        over = {"sessions": [{"id": "s", "turns": [*turns[:-1], None]}]}
+        error = assert_error(http.post("/ingest/conversation", json=over), 413, "too_large")
+        assert f"limit of {cap} turns" in error["message"]
+        if cap > MAX_SESSION_TURNS:  # over the default, within this brain's cap: stored
+            within = {"sessions": [{"id": "s", "turns": turns[:-1]}]}
+            answer = http.post("/ingest/conversation", json=within)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["results"][0]["chunks"] == cap

@@ -17,6 +17,22 @@ def parse_lines(lines: Iterable[bytes | str]) -> Iterator[dict[str, Any]]:
             yield parse_line(line, number)
 
 
+def split_lines(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of a stream that arrives in pieces (a request's body), as they complete. A
+    piece without a line break is only appended (splitting the whole buffer each time made
+    one long line quadratic)."""
+    buffer = bytearray()
+    for piece in pieces:
+        buffer += piece
+        if b"\n" not in piece:
+            continue
+        *lines, rest = bytes(buffer).split(b"\n")
+        buffer = bytearray(rest)
+        yield from lines
+    if buffer:
+        yield bytes(buffer)
+
+
 def parse_line(line: bytes | str, number: int) -> dict[str, Any]:
     try:
         value = orjson.loads(line)

@@ -81,6 +81,9 @@ def config(max_examples: int, stateful: bool, headers: dict[str, str]) -> schema
         {
             "seed": SEED,
             "headers": headers,
+            # a failure shows the request as sent ("sessions" and "budget_tokens" are not
+            # secrets; the token is this file's)
+            "output": {"sanitization": {"enabled": False}},
             # One worker: CPython 3.11's AST construction is not thread-safe (gh-106905), and
             # two workers generating at once raised "AST constructor recursion depth mismatch".
             "workers": 1,

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import anyio
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
@@ -19,9 +20,10 @@ from nexusbrain.api.responses import ImportOut
 from nexusbrain.api.routes import JSONResponse, operation_routes
 from nexusbrain.brain import Brain
 from nexusbrain.config import ServerSettings
-from nexusbrain.errors import InvalidInput
-from nexusbrain.jsonlines import parse_line
+from nexusbrain.errors import BrainError, InvalidInput
+from nexusbrain.jsonlines import parse_lines, split_lines
 from nexusbrain.operations.spec import View
+from nexusbrain.records import ImportResult
 from nexusbrain.web import web_routes
 
 DESCRIPTION = (
@@ -73,10 +75,29 @@ def _record_routes(app: FastAPI, brain: Brain) -> None:
         **answers(ImportOut, 409, *BODY, *WRITES),
     )
     async def import_(request: Request) -> dict[str, Any]:
-        records = [record async for record in _ndjson(request)]
-        if not records:
+        """The body is read as the import checks and stages its records, in a worker thread:
+        the event loop stays free, and the server's memory does not grow with the body."""
+        body = request.stream()
+
+        def pieces() -> Iterator[bytes]:
+            while True:
+                try:
+                    yield anyio.from_thread.run(body.__anext__)
+                except StopAsyncIteration:
+                    return
+
+        def run() -> ImportResult:
+            return brain.admin.import_records(parse_lines(split_lines(pieces())))
+
+        try:
+            result = await anyio.to_thread.run_sync(run)
+        except BrainError:
+            async for _ in body:  # refused early: the rest is read, so the client hears why
+                pass
+            raise
+        if not result.records:
             raise InvalidInput("the import stream is empty: send the lines of an export")
-        return views.import_result(brain.admin.import_records(records))
+        return views.import_result(result)
 
     @app.get("/captures", tags=["system"], **answers(None))
     def captures() -> StreamingResponse:
@@ -93,22 +114,3 @@ def _lines(records: Callable[[], Iterator[dict[str, Any]]]) -> StreamingResponse
             yield orjson.dumps(record) + b"\n"
 
     return StreamingResponse(lines(), media_type="application/x-ndjson")
-
-
-async def _ndjson(request: Request) -> AsyncIterator[dict[str, Any]]:
-    """The records of an NDJSON body as it arrives. A piece without a line break is only
-    appended (splitting the whole buffer each time made one long line quadratic)."""
-    buffer = bytearray()
-    line_number = 0
-    async for piece in request.stream():
-        buffer += piece
-        if b"\n" not in piece:
-            continue
-        *lines, rest = bytes(buffer).split(b"\n")
-        buffer = bytearray(rest)
-        for line in lines:
-            line_number += 1
-            if line.strip():
-                yield parse_line(line, line_number)
-    if buffer.strip():
-        yield parse_line(bytes(buffer), line_number + 1)

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse as FrameworkJSONResponse
 from nexusbrain.api import responses
 from nexusbrain.api.openapi import BODY, PARAMETERS, WRITES, answers
 from nexusbrain.brain import Brain
+from nexusbrain.config import Limits
 from nexusbrain.operations import OPERATIONS
 from nexusbrain.operations.args import Arg, Face, Group
 from nexusbrain.operations.models import annotation, body_model, checks, values_of
@@ -46,7 +47,7 @@ def operation_routes(app: FastAPI, brain: Brain, additions: Mapping[str, Additio
 def _route(
     app: FastAPI, brain: Brain, operation: Operation, http: Http, addition: Addition | None
 ) -> None:
-    parameters = list(_parameters(operation, http))
+    parameters = list(_parameters(operation, http, brain.settings.limits))
     endpoint = _endpoint(brain, operation, addition)
     endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     errors = _errors(http, parameters=bool(parameters))
@@ -84,16 +85,17 @@ def _errors(http: Http, *, parameters: bool) -> tuple[int, ...]:
     return (*own, *PARAMETERS) if parameters else own
 
 
-def _parameters(operation: Operation, http: Http) -> Iterator[inspect.Parameter]:
+def _parameters(operation: Operation, http: Http, limits: Limits) -> Iterator[inspect.Parameter]:
     """The route's path and query parameters (the call's arguments its body does not hold,
-    each group's members one by one), then its body."""
+    each group's members one by one), then its body (checked against the brain's `limits`
+    first: a conversation's turns)."""
     for arg in operation.call_args():
         if in_body(arg, http):
             continue
         for member in arg.members if isinstance(arg, Group) else (arg,):
             yield _parameter(member, path=in_path(member, http))
     if http.body is not None:
-        model = body_model(http.body)
+        model = body_model(http.body, limits)
         yield inspect.Parameter("body", inspect.Parameter.KEYWORD_ONLY, annotation=model)
 
 

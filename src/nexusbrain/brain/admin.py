@@ -78,7 +78,8 @@ class Admin:
         as revisions, facts by lineage. Raises InvalidInput, naming the record, for a malformed
         one, and Conflict, listing each, where records contradict what is stored; nothing is
         then stored."""
-        result = self._store.import_records(records, self._settings.graph.functional_types)
+        functional = self._settings.graph.functional_types
+        result = self._store.import_records(records, functional, progress)
         self._embedding.embed_missing(progress, wait=False)
         self._embedding.committed()
         return result

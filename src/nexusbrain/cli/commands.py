@@ -4,6 +4,7 @@ process (cli/answers.py) and prints the view, JSON with --json, else as cli/rend
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -35,6 +36,18 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, with the closest command named when there is no `args[0]`."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            ctx.fail(
+                f"No such command {name!r}." + (f" Did you mean {close[0]!r}?" if close else "")
+            )
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.lazy and name not in self.commands:

@@ -13,6 +13,7 @@ in process, and the commands of `eval` and `bench` only when they run.
 from __future__ import annotations
 
 import importlib
+import shlex
 from functools import partial
 from typing import Any
 
@@ -70,8 +71,33 @@ LAZY = {
 }
 
 
+class OneLineError(click.ClickException):
+    """A mistake on the command line, told as every error is: one line, exit code 1."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
 class BrainGroup(LazyGroup):
-    """Turns a BrainError into a one-line message and exit code 1."""
+    """Turns a BrainError, and click's usage errors (three lines and exit code 2 of its
+    own), into a one-line message and exit code 1."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        given = list(args)
+        try:
+            ctx = super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise one_line(exc, given) from exc
+        ctx.meta["nexusbrain.args"] = given
+        return ctx
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -79,6 +105,27 @@ class BrainGroup(LazyGroup):
         except BrainError as exc:
             click.echo(f"error: {exc.message}", err=True)
             ctx.exit(1)
+        except click.UsageError as exc:
+            raise one_line(exc, ctx.meta.get("nexusbrain.args", [])) from exc
+
+
+def one_line(exc: click.UsageError, given: list[str]) -> OneLineError:
+    """`exc` in one line, with the fix: a value that begins with '-' (a query "-foo" read as
+    the options -f -o -o) goes after '--'; other mistakes point to the command's help."""
+    message = exc.format_message()
+    path = exc.ctx.command_path if exc.ctx is not None else "nexusbrain"
+    if isinstance(exc, click.NoSuchOption):
+        raw = next((a for a in given if a.startswith(exc.option_name)), exc.option_name)
+        if not raw.startswith("--") and len(raw) > 2:
+            words = path.split()
+            example = " ".join([*words, "--", shlex.quote(raw)])
+            return OneLineError(
+                f"{message} To give a value that begins with '-' ({raw!r}), put it after"
+                f" '--': {example}"
+            )
+    if "did you mean" in message.lower():
+        return OneLineError(message)
+    return OneLineError(f"{message} See '{path} --help'.")
 
 
 def load_lazy(name: str) -> click.Command:

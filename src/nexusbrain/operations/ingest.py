@@ -55,7 +55,7 @@ def ingest_conversation(
     from nexusbrain import views
     from nexusbrain.ingest.conversation import sessions_from_json
 
-    parsed = sessions_from_json(list(sessions))
+    parsed = sessions_from_json(list(sessions), max_turns=brain.settings.limits.max_session_turns)
     results = brain.ingest_conversation(parsed, domain=domain, index_roles=index_roles)
     return views.write_results(results)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,7 +24,8 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 
-from nexusbrain.config import GraphConfig, Limits
+from nexusbrain.config import MAX_SESSION_TURNS, GraphConfig, Limits
+from nexusbrain.ingest.conversation import check_json_sizes
 from nexusbrain.operations import OPERATIONS
 from nexusbrain.operations.args import HAS_WORDS, TIME, Arg, Face, Group, Kind, Most
 from nexusbrain.operations.spec import Operation, in_body
@@ -124,14 +125,35 @@ class TurnIn(BaseModel):
 
 class SessionIn(Strict):
     id: str = Field(min_length=1, json_schema_extra=dict(HAS_WORDS))
+    # maxItems, not max_length: over the cap is a 413 naming it (ConversationBody), not a
+    # 422; declared from the default, as a maximum that is a setting is (args.Most)
     turns: list[TurnIn] = Field(
         min_length=1,
         description="at least one turn says something",
-        json_schema_extra={"contains": _SAYS},
+        json_schema_extra={"contains": _SAYS, "maxItems": MAX_SESSION_TURNS},
     )
     conversation: str | None = None
     timestamp: str | None = time_field(schema=TIMESTAMP_SCHEMA)
 
+
+class ConversationBody(Body):
+    """A conversation's body: each session's turns are counted before anything else reads
+    them, against the serving brain's cap (`max_turns`, set on the model body_model makes
+    for its limits). Over it, TooLarge (not a ValueError: validation lets it through, to the
+    413 it is) comes in the time it takes to count, before 100,000 turns become models."""
+
+    max_turns: ClassVar[int] = MAX_SESSION_TURNS
+
+    @model_validator(mode="before")
+    @classmethod
+    def _counted(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_json_sizes(data.get("sessions"), max_turns=cls.max_turns)
+        return data
+
+
+DEFAULT_LIMITS = Limits()
+BASES: dict[str, type[Body]] = {"ConversationIn": ConversationBody}
 
 ITEMS: dict[str, type[BaseModel]] = {
     "EntityIn": EntityIn,
@@ -224,12 +246,16 @@ def _model(
 
 
 @cache
-def body_model(name: str) -> type[BaseModel]:
-    """The model of the HTTP body named `name` (Http.body), made from its route's arguments."""
+def body_model(name: str, limits: Limits = DEFAULT_LIMITS) -> type[BaseModel]:
+    """The model of the HTTP body named `name` (Http.body), made from its route's arguments,
+    with the checks a body makes of the serving brain's `limits` first (BASES)."""
     operation = next(op for op in OPERATIONS if op.http is not None and op.http.body == name)
     assert operation.http is not None
     args = [arg for arg in operation.call_args() if in_body(arg, operation.http)]
-    return _model(name, Body, args, strict=True)
+    model = _model(name, BASES.get(name, Body), args, strict=True)
+    if issubclass(model, ConversationBody):
+        model.max_turns = limits.max_session_turns
+    return model
 
 
 def item_model(name: str) -> type[BaseModel]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from nexusbrain.operations.spec import Command, Http, Operation, Tool, View
@@ -9,11 +10,21 @@ from nexusbrain.operations.spec import Command, Http, Operation, Tool, View
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain
 
+log = logging.getLogger(__name__)
+
 
 def health(brain: Brain) -> View:
+    """Whether the brain answers. /health is open to anyone, without a token, so a failing
+    database is only "unavailable" (a 503): its message, which can name the database's URL
+    and socket, goes to the log and to the callers that hold a token."""
     from nexusbrain import views
+    from nexusbrain.errors import StorageError, Unavailable
 
-    brain.check_database()  # a 503 in the error shape when the database cannot be reached
+    try:
+        brain.check_database()
+    except StorageError as exc:
+        log.warning("health: %s", exc.message)
+        raise Unavailable("unavailable") from exc
     return views.health()
 
 

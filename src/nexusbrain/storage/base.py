@@ -35,6 +35,7 @@ from nexusbrain.records import (
     DocumentDraft,
     DocumentHead,
     ImportResult,
+    Progress,
     Scored,
     SearchFilters,
     StoreStats,
@@ -172,12 +173,18 @@ class DocumentStore(DocumentWrites, Protocol):
         ...
 
     def import_records(
-        self, records: Iterable[Mapping[str, Any]], functional: frozenset[str] = frozenset()
+        self,
+        records: Iterable[Mapping[str, Any]],
+        functional: frozenset[str] = frozenset(),
+        progress: Progress | None = None,
     ) -> ImportResult:
         """Restore exported records into an empty brain, or merge them into one with data
         (storage/merge.py; `functional` names the graph's one-value-at-a-time types), in
-        one transaction. Raises InvalidInput for a bad record and Conflict when the import
-        cannot be merged, listing what conflicts; nothing is then written."""
+        one transaction. The records are checked as they are read and staged on disk
+        (exchange.staged) before the write lock is taken, so memory does not grow with
+        them. Raises InvalidInput for a bad record and Conflict when the import cannot be
+        merged, listing what conflicts; nothing is then written. `progress` hears
+        "importing"."""
         ...
 
 

@@ -13,9 +13,10 @@ and the embedding model, and the importing brain computes them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import StrEnum
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -30,6 +31,7 @@ from nexusbrain.records import (
 )
 from nexusbrain.storage.signature import signature
 
+PROGRESS_EVERY = 1_000  # records between two reports of an import's progress
 FORMAT = "nexusbrain-export"
 FORMAT_VERSION = 1
 HEADING_SEP = "\x1f"
@@ -312,16 +314,82 @@ def check_header(record: Mapping[str, Any], line: int) -> None:
         )
 
 
-def checked(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every record, validated (InvalidInput naming the first bad line), in stream order."""
-    out: list[dict[str, Any]] = []
-    for line, record in enumerate(records, start=1):
-        kind = record.get("type")
-        if kind not in KINDS:
-            raise InvalidInput(f"import record {line}: unknown type {kind!r}")
+class Staged:
+    """A validated stream, spooled to temporary files by kind of record: an import reads it
+    back once it holds the write lock, kind by kind in the export's order, so that neither
+    the stream's size nor a slow sender holds memory or the lock. Each record keeps its line
+    (its place in the stream, from 1) for the errors that name it."""
+
+    def __init__(self) -> None:
+        self._spools: dict[str, IO[bytes]] = {}
+        self.counts: dict[str, int] = {}
+        self.records = 0
+
+    def add(self, record: Mapping[str, Any], line: int) -> None:
+        """Spool a checked record (a header is only counted: it was checked, and holds
+        nothing to write)."""
+        kind = str(record["type"])
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.records += 1
         if kind == "header":
-            check_header(record, line)
-        else:
-            check_record(record, line)
-        out.append(dict(record))
-    return out
+            return
+        spool = self._spools.get(kind)
+        if spool is None:
+            spool = tempfile.TemporaryFile(prefix=f"nexusbrain-{kind}-")  # noqa: SIM115
+            self._spools[kind] = spool  # closed by close()
+        spool.write(b"%d\t%b\n" % (line, orjson.dumps(record)))
+
+    def read(self, kind: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+        """The records of `kind`, in stream order: (line, offset for `at`, record)."""
+        spool = self._spools.get(kind)
+        if spool is None:
+            return
+        spool.flush()
+        spool.seek(0)
+        offset = 0
+        for row in spool:
+            line, record = _unspooled(row)
+            yield line, offset, record
+            offset += len(row)
+
+    def at(self, kind: str, offset: int) -> tuple[int, dict[str, Any]]:
+        """The record of `kind` at `offset` (from `read`), with its line."""
+        spool = self._spools[kind]
+        spool.seek(offset)
+        return _unspooled(spool.readline())
+
+    def close(self) -> None:
+        for spool in self._spools.values():
+            spool.close()
+        self._spools.clear()
+
+    def __enter__(self) -> Staged:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _unspooled(row: bytes) -> tuple[int, dict[str, Any]]:
+    line, _, record = row.partition(b"\t")
+    return int(line), orjson.loads(record)
+
+
+def staged(records: Iterable[Mapping[str, Any]]) -> Staged:
+    """Every record validated as it comes (InvalidInput naming the first bad line, before the
+    rest is read) and spooled (Staged)."""
+    stage = Staged()
+    try:
+        for line, record in enumerate(records, start=1):
+            kind = record.get("type")
+            if kind not in KINDS:
+                raise InvalidInput(f"import record {line}: unknown type {kind!r}")
+            if kind == "header":
+                check_header(record, line)
+            else:
+                check_record(record, line)
+            stage.add(record, line)
+    except BaseException:
+        stage.close()
+        raise
+    return stage

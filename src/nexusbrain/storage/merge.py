@@ -1,6 +1,7 @@
 """How an export merges into a brain that already holds data, engine-neutral: what to insert,
-replace and retire (`planned`). The format and its validation are storage/exchange.py's; each
-engine reads the target and writes the plan through storage/sql/transfer.py.
+replace and retire, written through a Sink as the staged records are read (`imported`). The
+format, its validation and staging are storage/exchange.py's; each engine reads the target
+and is the Sink, in storage/sql/transfer.py.
 
 Into an empty brain, import restores every id, so exporting the result gives back the same
 bytes. Into a brain with data, it merges, and never drops a record without saying so:
@@ -16,13 +17,13 @@ Conflicts refuse the whole import, listed in the error; nothing is then written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from nexusbrain.errors import Conflict, InvalidInput
 from nexusbrain.records import ImportResult
-from nexusbrain.storage.exchange import KINDS
+from nexusbrain.storage.exchange import KINDS, Staged
 
 MAX_CONFLICTS_SHOWN = 10
 
@@ -68,57 +69,63 @@ class Target:
         return not self.documents and not self.entities and not self.current
 
 
-@dataclass(slots=True)
-class Plan:
-    """What to write: records to insert (ids final), documents whose row is replaced, and
-    current facts to retire (id, when) because the note that stated them was replaced."""
+class Sink(Protocol):
+    """Where an import's records go, in the order they must be written: a document the
+    import replaces before its chunks come, facts retired before those that replace them."""
 
-    inserts: list[dict[str, Any]] = field(default_factory=list)
-    replaced: list[dict[str, Any]] = field(default_factory=list)
-    retired: list[tuple[int, str]] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
+    def insert(self, record: Mapping[str, Any], line: int) -> None:
+        """A record to insert as it is, ids final; `line`: its place in the stream."""
+        ...
 
-    def count(self, name: str, by: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + by
+    def replace(self, record: Mapping[str, Any]) -> None:
+        """A document here that takes the import's row (its id is this brain's)."""
+        ...
 
-    def result(self, records: int) -> ImportResult:
-        """What carrying out the plan did, for an import of `records` records."""
-        fields = (
-            *("updated", "unchanged", "kept", "entities", "relationships", "duplicates"),
-            *("retired", "kept_facts"),
-        )
-        return ImportResult(
-            documents=self.counts.get("documents", 0),
-            chunks=self.counts.get("chunks", 0),
-            records=records,
-            **{name: self.counts.get(name, 0) for name in fields},
-        )
+    def retire(self, relationship_id: int, at: str) -> None:
+        """A current fact here that an updated note no longer states."""
+        ...
 
 
-def planned(records: list[dict[str, Any]], target: Target) -> Plan:
-    """What to write for `records` (validated, in stream order): into an empty brain, every
-    record as it is; into one with data, the merge (`merged`)."""
+_FIELDS = (
+    *("updated", "unchanged", "kept", "entities", "relationships", "duplicates"),
+    *("retired", "kept_facts"),
+)
+
+
+def _result(counts: Mapping[str, int], records: int) -> ImportResult:
+    """What an import of `records` records did, from its counts."""
+    return ImportResult(
+        documents=counts.get("documents", 0),
+        chunks=counts.get("chunks", 0),
+        records=records,
+        **{name: counts.get(name, 0) for name in _FIELDS},
+    )
+
+
+def imported(stage: Staged, target: Target, sink: Sink) -> ImportResult:
+    """Write the validated records of `stage` through `sink`: into an empty brain each as it
+    is, kind by kind in the export's order; into one with data, merged. Raises Conflict,
+    listing the conflicts, once every record has been looked at, if they cannot all be kept:
+    the caller's transaction then writes nothing. Only ids and the lineage of facts are held
+    in memory, not the records."""
     if not target.empty:
-        return merged(records, target)
-    plan = Plan(inserts=records)
+        return _Merge(target, sink).run(stage)
+    counts: dict[str, int] = {}
     names = {"document": "documents", "chunk": "chunks", "entity": "entities"}
     names["relationship"] = "relationships"
-    for record in records:
-        if name := names.get(str(record["type"])):
-            plan.count(name)
-    return plan
-
-
-def merged(records: Sequence[Mapping[str, Any]], target: Target) -> Plan:
-    """How `records` (validated, in stream order) merge into `target`. Raises Conflict,
-    listing the conflicts, when they cannot all be kept."""
-    return _Merge(target).run(records)
+    for kind in KINDS:
+        for line, _, record in stage.read(kind):
+            sink.insert(record, line)
+        if kind in names:
+            counts[names[kind]] = stage.counts.get(kind, 0)
+    return _result(counts, stage.records)
 
 
 class _Merge:
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, sink: Sink) -> None:
         self.target = target
-        self.plan = Plan()
+        self.sink = sink
+        self.counts: dict[str, int] = {}
         self.next = dict(target.next_ids)
         self.documents: dict[int, int] = {}  # imported id -> id here
         self.chunks: dict[int, int] = {}
@@ -134,26 +141,21 @@ class _Merge:
         self.restated: set[int] = set()  # held facts of a replaced note that the import states
         self.kept_sources: set[str] = set()  # notes whose version here is the newer
 
-    def run(self, records: Sequence[Mapping[str, Any]]) -> Plan:
-        by_kind: dict[str, list[Mapping[str, Any]]] = {kind: [] for kind in KINDS}
-        for record in records:
-            by_kind[str(record["type"])].append(record)
-        for record in by_kind["document"]:
-            self._document(record)
-        for record in by_kind["revision"]:
-            self._revision(record)
-        for record in by_kind["chunk"]:
-            self._chunk(record)
-        for record in by_kind["capture"]:
-            self._capture(record)
-        for record in by_kind["entity"]:
-            self._entity(record)
-        for record in by_kind["alias"]:
-            self._alias(record)
-        self._relationships(by_kind["relationship"])
-        self._retire_revised()
-        for record in by_kind["statement"]:
-            self._statement(record)
+    def run(self, stage: Staged) -> ImportResult:
+        steps: tuple[tuple[str, Callable[[Mapping[str, Any], int], None]], ...] = (
+            ("document", self._document),
+            ("revision", self._revision),
+            ("chunk", self._chunk),
+            ("capture", self._capture),
+            ("entity", self._entity),
+            ("alias", self._alias),
+        )
+        for kind, step in steps:
+            for line, _, record in stage.read(kind):
+                step(record, line)
+        self._relationships(stage)
+        for line, _, record in stage.read("statement"):
+            self._statement(record, line)
         if self.conflicts:
             shown = "; ".join(self.conflicts[:MAX_CONFLICTS_SHOWN])
             more = len(self.conflicts) - MAX_CONFLICTS_SHOWN
@@ -161,53 +163,56 @@ class _Merge:
                 f"import refused, nothing was written: {len(self.conflicts)} conflict(s) with"
                 f" what this brain holds: {shown}" + (f" (and {more} more)" if more > 0 else "")
             )
-        return self.plan
+        return _result(self.counts, stage.records)
+
+    def count(self, name: str, by: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + by
 
     def _new_id(self, table: str) -> int:
         value = self.next[table]
         self.next[table] = value + 1
         return value
 
-    def _insert(self, record: Mapping[str, Any], **changes: Any) -> None:
-        self.plan.inserts.append({**record, **changes})
+    def _insert(self, record: Mapping[str, Any], line: int, **changes: Any) -> None:
+        self.sink.insert({**record, **changes}, line)
 
-    def _document(self, r: Mapping[str, Any]) -> None:
+    def _document(self, r: Mapping[str, Any], line: int) -> None:
         here = self.target.documents.get(str(r["uri"]))
         if here is None:
             new = self._new_id("document")
             self.documents[int(r["id"])] = new
             self.keep_chunks.add(int(r["id"]))
-            self._insert(r, id=new)
-            self.plan.count("documents")
+            self._insert(r, line, id=new)
+            self.count("documents")
             return
         self.documents[int(r["id"])] = here.id
         if r["revision"] == here.revision:
-            self.plan.count("unchanged")
+            self.count("unchanged")
         elif str(r["updated_at"]) > here.updated_at:
-            self.plan.replaced.append({**r, "id": here.id})
+            self.sink.replace({**r, "id": here.id})
             self.keep_chunks.add(int(r["id"]))
             self.revised[f"document:{here.id}"] = str(r["updated_at"])
-            self.plan.count("updated")
+            self.count("updated")
         else:
-            self.plan.count("kept")  # this brain's version is the newer: the import's is history
+            self.count("kept")  # this brain's version is the newer: the import's is history
             self.kept_sources.add(f"document:{here.id}")
 
-    def _revision(self, r: Mapping[str, Any]) -> None:
+    def _revision(self, r: Mapping[str, Any], line: int) -> None:
         document = self._document_of(r, "revision")
         key = (str(r["revision"]), str(r["event"]), str(r["recorded_at"]))
         if key in self.target.revisions.get(document, set()):
             return
-        self._insert(r, document_id=document)
-        self.plan.count("revisions")
+        self._insert(r, line, document_id=document)
+        self.count("revisions")
 
-    def _chunk(self, r: Mapping[str, Any]) -> None:
+    def _chunk(self, r: Mapping[str, Any], line: int) -> None:
         document = self._document_of(r, "chunk")
         if int(r["document_id"]) not in self.keep_chunks:
             return  # the document here is kept as it is, with its own chunks
         new = self._new_id("chunk")
         self.chunks[int(r["id"])] = new
-        self._insert(r, id=new, document_id=document)
-        self.plan.count("chunks")
+        self._insert(r, line, id=new, document_id=document)
+        self.count("chunks")
 
     def _document_of(self, r: Mapping[str, Any], kind: str) -> int:
         document = self.documents.get(int(r["document_id"]))
@@ -227,12 +232,12 @@ class _Merge:
             )
         return entity
 
-    def _capture(self, r: Mapping[str, Any]) -> None:
+    def _capture(self, r: Mapping[str, Any], line: int) -> None:
         results = [self.chunks[c] for c in r["results"] if c in self.chunks]
-        self._insert(r, results=results)
-        self.plan.count("captures")
+        self._insert(r, line, results=results)
+        self.count("captures")
 
-    def _entity(self, r: Mapping[str, Any]) -> None:
+    def _entity(self, r: Mapping[str, Any], line: int) -> None:
         self.names[int(r["id"])] = str(r["name"])
         here = self.target.entities.get(str(r["key"]))
         if here is not None:
@@ -240,10 +245,10 @@ class _Merge:
             return
         new = self._new_id("entity")
         self.entities[int(r["id"])] = new
-        self._insert(r, id=new)
-        self.plan.count("entities")
+        self._insert(r, line, id=new)
+        self.count("entities")
 
-    def _alias(self, r: Mapping[str, Any]) -> None:
+    def _alias(self, r: Mapping[str, Any], line: int) -> None:
         owner = self.entities.get(int(r["entity_id"]))
         if owner is None:
             raise InvalidInput(
@@ -252,21 +257,36 @@ class _Merge:
             )
         here = self.target.entities.get(str(r["key"]))
         if here is None:
-            self._insert(r, entity_id=owner)
+            self._insert(r, line, entity_id=owner)
         elif here != owner:
             self.conflicts.append(
                 f"alias {r['alias']!r} names another entity here than in the import"
             )
 
-    def _relationships(self, records: Sequence[Mapping[str, Any]]) -> None:
-        chains = _chains(records)
+    def _relationships(self, stage: Staged) -> None:
+        """Whole lineages: which come along (_keeps), then the facts here that give way, then
+        the lineages written, each oldest first with new ids. Only each version's place in
+        the spool and its link are held; records are read back as needed."""
+        places: dict[int, int] = {}  # id -> offset in the stage
+        links: dict[int, int | None] = {}  # id -> the id it supersedes
+        order: list[int] = []
+        for _, offset, r in stage.read("relationship"):
+            places[int(r["id"])] = offset
+            links[int(r["id"])] = None if r["supersedes"] is None else int(r["supersedes"])
+            order.append(int(r["id"]))
+        kept = []
+        for chain in _chains(order, links):
+            versions = [stage.at("relationship", places[i]) for i in chain]
+            if self._keeps([r for _, r in versions]):
+                kept.append(chain)
+        self._retire_revised()
         ids: dict[int, int] = {}
-        for chain in chains:
-            if not self._keeps(chain):
-                continue
-            for r in chain:
-                ids[int(r["id"])] = self._new_id("relationship")
-            for r in chain:
+        for chain in kept:
+            for i in chain:
+                ids[i] = self._new_id("relationship")
+        for chain in kept:
+            for i in chain:
+                line, r = stage.at("relationship", places[i])
                 supersedes = r["supersedes"]
                 if supersedes is not None and int(supersedes) not in ids:
                     raise InvalidInput(
@@ -275,13 +295,14 @@ class _Merge:
                     )
                 self._insert(
                     r,
-                    id=ids[int(r["id"])],
+                    line,
+                    id=ids[i],
                     from_id=self._entity_of(r, "from_id"),
                     to_id=self._entity_of(r, "to_id"),
                     supersedes=ids[int(supersedes)] if supersedes is not None else None,
                     source=self._source(r["source"]),
                 )
-            self.plan.count("relationships", len(chain))
+            self.count("relationships", len(chain))
 
     def _keeps(self, chain: Sequence[Mapping[str, Any]]) -> bool:
         """Whether a lineage comes along: False for a duplicate fact, and for one stated by
@@ -291,7 +312,7 @@ class _Merge:
         if current is None:
             return True  # history only: it holds nothing now, so it clashes with nothing
         if self._source(current["source"]) in self.kept_sources:
-            self.plan.count("kept_facts")
+            self.count("kept_facts")
             return False
         head, tail = self._entity_of(current, "from_id"), self._entity_of(current, "to_id")
         kind = str(current["relation"])
@@ -301,7 +322,7 @@ class _Merge:
         if held is not None:
             if held.window == window:
                 self.restated.add(held.id)
-                self.plan.count("duplicates")
+                self.count("duplicates")
                 return False
             if held.source not in self.revised:
                 self.conflicts.append(
@@ -324,16 +345,17 @@ class _Merge:
         """The facts a replaced note stated here give way to the import's version of it."""
         for fact in self.target.current:
             if fact.source in self.revised and fact.id not in self.restated:
-                self.plan.retired.append((fact.id, self.revised[fact.source]))
-        self.plan.count("retired", len(self.plan.retired))
+                self.sink.retire(fact.id, self.revised[fact.source])
+                self.count("retired")
 
-    def _statement(self, r: Mapping[str, Any]) -> None:
+    def _statement(self, r: Mapping[str, Any], line: int) -> None:
         """A note's statements come with its content: only where the import's version of
         the note is the one kept (a replaced document's own statements are dropped)."""
         document = self._document_of(r, "statement")
         if int(r["document_id"]) in self.keep_chunks:
             self._insert(
                 r,
+                line,
                 document_id=document,
                 from_id=self._entity_of(r, "from_id"),
                 to_id=self._entity_of(r, "to_id"),
@@ -352,17 +374,18 @@ class _Merge:
         return source
 
 
-def _chains(records: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
-    """Relationship versions grouped by lineage (supersedes links), each oldest first."""
-    by_id = {int(r["id"]): r for r in records}
-    successor = {int(r["supersedes"]): int(r["id"]) for r in records if r["supersedes"]}
+def _chains(order: Sequence[int], links: Mapping[int, int | None]) -> list[list[int]]:
+    """Relationship versions (ids in stream order, with the id each supersedes) grouped by
+    lineage, each oldest first."""
+    successor = {old: new for new, old in links.items() if old is not None}
     chains = []
-    for r in records:
-        if r["supersedes"] is not None and int(r["supersedes"]) in by_id:
+    for version in order:
+        old = links[version]
+        if old is not None and old in links:
             continue  # not a lineage's first version
-        chain = [r]
-        while int(chain[-1]["id"]) in successor:
-            chain.append(by_id[successor[int(chain[-1]["id"])]])
+        chain = [version]
+        while chain[-1] in successor:
+            chain.append(successor[chain[-1]])
         chains.append(chain)
     return chains
 

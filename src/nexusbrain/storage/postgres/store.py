@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nexusbrain.records import ImportResult, StoreStats, VectorBatch
+from nexusbrain.records import ImportResult, Progress, StoreStats, VectorBatch
+from nexusbrain.storage import exchange
 from nexusbrain.storage.base import WritesInOwnUnit
 from nexusbrain.storage.postgres import copyout
 from nexusbrain.storage.postgres.database import Database
@@ -105,8 +106,11 @@ class PostgresStore(DocumentReads, WritesInOwnUnit):
                 conn.execute("ROLLBACK")
 
     def import_records(
-        self, records: Iterable[Mapping[str, Any]], functional: frozenset[str] = frozenset()
+        self,
+        records: Iterable[Mapping[str, Any]],
+        functional: frozenset[str] = frozenset(),
+        progress: Progress | None = None,
     ) -> ImportResult:
-        with self.unit_of_work() as work:
+        with exchange.staged(records) as stage, self.unit_of_work() as work:
             chunks = PostgresChunkImport(work.conn, work.log)
-            return transfer.import_records(work.conn, POSTGRES, records, chunks, functional)
+            return transfer.import_records(work.conn, POSTGRES, stage, chunks, functional, progress)

@@ -1,19 +1,19 @@
 """Export and import on any SQL engine: the stream of storage/exchange.py, record for record and
 byte for byte the same from either engine (times as `format_time` text, JSON fields as
 stored, rows in the same order). How an import merges into a brain with data is
-storage/merge.py's; this module reads the target and writes the plan. The engine writes the
+storage/merge.py's; this module reads the target and is the merge's Sink. The engine writes the
 chunk rows (`ChunkImport`: FTS5 wants them a few hundred per statement, PostgreSQL takes them by
 COPY with their postings)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
 
 from nexusbrain.errors import InvalidInput
-from nexusbrain.records import ImportResult, RetireReason
+from nexusbrain.records import ImportResult, Progress, RetireReason
 from nexusbrain.storage import exchange, merge
 from nexusbrain.storage.exchange import HEADING_SEP
 from nexusbrain.storage.signature import signature
@@ -136,45 +136,70 @@ def first_line(exc: BaseException) -> str:
 def import_records(
     conn: Connection,
     d: Dialect,
-    records: Iterable[Mapping[str, Any]],
+    stage: exchange.Staged,
     chunks: ChunkImport,
     functional: frozenset[str] = frozenset(),
+    progress: Progress | None = None,
 ) -> ImportResult:
-    """Validate every record, then restore them as they are into an empty brain, or merge
-    them into one with data (merge.planned); all in the caller's write transaction."""
-    stream = exchange.checked(records)
-    plan = merge.planned(stream, _target(conn, d, functional))
-    importer = _Importer(conn, d, chunks)
-    for record in plan.replaced:
-        importer.replace(record)
-    for relationship_id, at in plan.retired:
-        conn.execute(
-            d.sql(
-                "UPDATE relationships SET superseded_at = ?, reason = ?"
-                " WHERE id = ? AND superseded_at IS NULL"
-            ),
-            (d.text_param(at), RetireReason.SOURCE_REVISED.value, relationship_id),
-        )
-    handlers = {kind: getattr(importer, kind) for kind in exchange.KINDS}
-    for line, record in enumerate(plan.inserts, start=1):
-        try:
-            handlers[str(record["type"])](record, line)
-        except d.integrity_errors as exc:
-            raise InvalidInput(f"import record {line} is invalid: {first_line(exc)}") from exc
+    """Restore the staged records as they are into an empty brain, or merge them into one
+    with data (merge.imported); all in the caller's write transaction. `progress` hears
+    "importing": records written of those staged."""
+    importer = _Importer(conn, d, chunks, _Counter(progress, stage.records))
+    result = merge.imported(stage, _target(conn, d, functional), importer)
     chunks.finish()
-    return plan.result(len(stream))
+    importer.counter.done()
+    return result
+
+
+class _Counter:
+    """An import's progress, every thousand records written."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress = progress
+        self.total = total
+        self.written = 0
+
+    def add(self) -> None:
+        self.written += 1
+        if self.progress and self.written % exchange.PROGRESS_EVERY == 0:
+            self.progress("importing", self.written, max(self.total, self.written))
+
+    def done(self) -> None:
+        if self.progress:
+            self.progress("importing", self.total, self.total)
 
 
 class _Importer:
-    """Inserts records as they are, ids and all (a merge has made them fit: merge.py)."""
+    """A merge's Sink: inserts records as they are, ids and all (the merge has made them
+    fit), replaces documents and retires facts."""
 
-    def __init__(self, conn: Connection, d: Dialect, chunks: ChunkImport) -> None:
+    def __init__(
+        self, conn: Connection, d: Dialect, chunks: ChunkImport, counter: _Counter
+    ) -> None:
         self.conn = conn
         self.d = d
         self.chunks = chunks
+        self.counter = counter
+        self.handlers = {kind: getattr(self, kind) for kind in exchange.KINDS}
+
+    def insert(self, record: Mapping[str, Any], line: int) -> None:
+        try:
+            self.handlers[str(record["type"])](record, line)
+        except self.d.integrity_errors as exc:
+            raise InvalidInput(f"import record {line} is invalid: {first_line(exc)}") from exc
+        self.counter.add()
+
+    def retire(self, relationship_id: int, at: str) -> None:
+        self.conn.execute(
+            self.d.sql(
+                "UPDATE relationships SET superseded_at = ?, reason = ?"
+                " WHERE id = ? AND superseded_at IS NULL"
+            ),
+            (self.d.text_param(at), RetireReason.SOURCE_REVISED.value, relationship_id),
+        )
 
     def header(self, r: Mapping[str, Any], line: int) -> None:
-        """Checked by exchange.checked."""
+        """Checked as it was staged, and holds nothing to write."""
 
     def document(self, r: Mapping[str, Any], line: int) -> None:
         self._insert("documents", _same(exchange.DOCUMENT_FIELDS), r)

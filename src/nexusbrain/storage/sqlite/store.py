@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nexusbrain.config import StorageConfig
-from nexusbrain.records import ImportResult, StoreStats, VectorBatch
+from nexusbrain.records import ImportResult, Progress, StoreStats, VectorBatch
+from nexusbrain.storage import exchange
 from nexusbrain.storage.base import WritesInOwnUnit
 from nexusbrain.storage.sql import transfer
 from nexusbrain.storage.sql.documents import DocumentReads
@@ -69,12 +70,14 @@ class SQLiteStore(DocumentReads, WritesInOwnUnit):
             conn.close()
 
     def import_records(
-        self, records: Iterable[Mapping[str, Any]], functional: frozenset[str] = frozenset()
+        self,
+        records: Iterable[Mapping[str, Any]],
+        functional: frozenset[str] = frozenset(),
+        progress: Progress | None = None,
     ) -> ImportResult:
-        with self.db.write() as conn:
-            return transfer.import_records(
-                conn, SQLITE, records, SQLiteChunkImport(conn), functional
-            )
+        with exchange.staged(records) as stage, self.db.write() as conn:
+            chunks = SQLiteChunkImport(conn)
+            return transfer.import_records(conn, SQLITE, stage, chunks, functional, progress)
 
     def load_vectors(
         self, model: str, dim: int, chunk_ids: Sequence[int] | None = None
