@@ -19,7 +19,7 @@ from nexusbrain.records import MarkdownNote, Scored
 from nexusbrain.storage.sqlite import index_cache_path
 from nexusbrain.storage.sqlite.store import SQLiteStore
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex, _smallest
-from nexusbrain.storage.vector_rows import Rows, Space, single, squares_and_codes
+from nexusbrain.storage.vector_rows import Rows, Space, single
 
 EMBEDDER = load_embedder(Profile.HASHING)
 assert EMBEDDER is not None
@@ -190,14 +190,7 @@ def test_the_live_rows_of_chunk_ids_are_those_a_scan_finds(
     dim = 8
     space = Space(centring=True, prior=100, reference=np.zeros(dim, np.float32))
     half = np.random.default_rng(len(ids)).standard_normal((len(ids), dim)).astype(np.float16)
-    rows = Rows.of(
-        np.array(ids, np.int64),
-        np.zeros(len(ids), np.int64),
-        half,
-        *squares_and_codes(half, space.reference),
-        space,
-        0,
-    )
+    rows = Rows.build(np.array(ids, np.int64), np.zeros(len(ids), np.int64), half, space, 0)
     rows = rows.without(np.array([ids[d] for d in dead if d < len(ids)], np.int64))
     asked = np.array(wanted, np.int64)
     scan = np.flatnonzero(np.isin(rows.ids, asked) & rows.alive)

@@ -18,6 +18,9 @@ import click
 import orjson
 
 from nexusbrain.cli.eval_options import (
+    EXISTING_FILE,
+    EXISTING_FOLDER,
+    FILE,
     Scoring,
     chosen,
     floor_option,
@@ -133,7 +136,7 @@ def _api_option(func: F) -> F:
 @click.option("--split", "splits", multiple=True, help="Only this split (repeatable).")
 @click.option(
     "--corpus",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=EXISTING_FOLDER,
     help="Score against a scratch brain that ingests this folder (as ingest-dir does).",
 )
 @_api_option
@@ -198,11 +201,11 @@ def _one_split(folder: Path, splits: Sequence[str]) -> str:
 
 
 @eval_group.command("beir")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("folder", type=EXISTING_FOLDER)
 @click.option("--split", required=True, help="The qrels/<split>.tsv to score.")
 @click.option(
     "--trec-run",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Also write the ranking as a TREC run file (for trec_eval or `eval score`).",
 )
 @_scratch_option
@@ -253,7 +256,7 @@ def _run_beir(
 
 
 @eval_group.command("locomo")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=EXISTING_FILE)
 @click.option("--split", default="dev", show_default=True, help="The split this file is.")
 @click.option("--no-captions", is_flag=True, help="Leave shared photos' captions out of turns.")
 @_scratch_option
@@ -292,7 +295,7 @@ def locomo_command(
 
 
 @eval_group.command("longmemeval")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=EXISTING_FILE)
 @output_option("Write the official retrieval log (JSON lines) here.", required=True)
 @click.option(
     "--granularity",
@@ -346,7 +349,7 @@ def longmemeval_command(
 
 
 @eval_group.command("convert-locomo")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=EXISTING_FILE)
 @output_option(required=True)
 @click.option("--no-captions", is_flag=True, help="Leave shared photos' captions out of turns.")
 @json_option("Print a JSON summary.")
@@ -458,13 +461,13 @@ def scaffold_command(
     "--run",
     "run_file",
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=EXISTING_FILE,
     help="TREC run file.",
 )
 @click.option(
     "--qrels",
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=EXISTING_FILE,
     help="TREC qrels, or BEIR qrels tsv.",
 )
 @scoring_options

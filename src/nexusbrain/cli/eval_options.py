@@ -24,6 +24,9 @@ from nexusbrain.records import SearchMode
 
 F = TypeVar("F", bound=Callable[..., Any])
 Command = Callable[..., None]
+FILE = click.Path(dir_okay=False, path_type=Path)
+EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+EXISTING_FOLDER = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
 def parse_floors(values: Sequence[str]) -> list[tuple[Metric, float]]:
@@ -86,7 +89,7 @@ def output_option(help: str | None = None, *, required: bool = False) -> Callabl
         "--output",
         "-o",
         required=required,
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=FILE,
         help=help,
     )
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 import orjson
 
-from nexusbrain.cli.eval_options import json_option, mode_option, output_option
+from nexusbrain.cli.eval_options import EXISTING_FILE, FILE, json_option, mode_option, output_option
 from nexusbrain.cli.eval_targets import open_brain, scratch_factory
 from nexusbrain.cli.render import Bars
 from nexusbrain.cli.sweep_targets import BrainReplayTarget, replay_copy
@@ -85,7 +85,7 @@ def _results(path: Path | None) -> Path:
 
 _results_option = click.option(
     "--results",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="The results log (default: .nexusbrain-evals/eval-results.jsonl at the git root).",
 )
 
@@ -110,7 +110,7 @@ def _interactive() -> bool:
 @click.option("--beir-split", help="The BEIR qrels split (default: test, or the only one).")
 @click.option(
     "--replay-db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="The brain replay runs against (a copy of it; default: nexusbrain's --db).",
 )
 @click.option("--answer", is_flag=True, help="Also answer longmemeval and locomo questions.")
@@ -254,7 +254,7 @@ def _check_budget(
 @output_option("Write the markdown report here (default: stdout).")
 @click.option(
     "--plot",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Also draw the confidence intervals (.png or .svg; needs nexusbrain[plots]).",
 )
 @click.option("--seed", default=42, show_default=True, help="Seed of the bootstrap.")
@@ -317,14 +317,14 @@ def _shown(log: Path) -> str:
 @click.option(
     "--against",
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=EXISTING_FILE,
     help="Captured queries (NDJSON from `nexusbrain eval captures`).",
 )
 @mode_option("Search mode to replay in.")
 @click.option("--k", type=int, help="Compare the top k (default: as many as came back then).")
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="The brain to replay against (default: nexusbrain's --db, $BRAIN_DB_PATH).",
 )
 @json_option()
@@ -382,7 +382,7 @@ def _ms(value: float | None) -> str:
 @output_option("Write the NDJSON here (default: stdout).")
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="The brain whose captures to dump (default: nexusbrain's --db, $BRAIN_DB_PATH).",
 )
 @click.pass_context

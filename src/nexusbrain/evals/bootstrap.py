@@ -18,9 +18,9 @@ the mean difference, ``d*``.
 
       p = (1 + #{|z*| >= t}) / (resamples + 1)
 
-  Studentizing matters in the tail that Bonferroni uses: at n = 30 the unstudentized
-  percentile test (2 * the smaller tail of d* beyond 0) rejects about 2.5 times too often
-  at 0.05/12, the studentized one at about its nominal rate (tests/test_eval_stats.py).
+  Studentizing matters in the tail that Bonferroni uses: the unstudentized percentile test
+  (2 * the smaller tail of d* beyond 0) ignores the uncertainty of the standard error and
+  rejects too often there (docs/design/compare.md has the rates).
   A resample with se* = 0 has z* = 0 when its mean equals mean(d) and is infinite otherwise;
   d all zero gives p = 1, d constant and non-zero the smallest p, 1 / (resamples + 1).
 * **Bonferroni**: with m comparisons in a report, each is tested at alpha / m, which keeps the

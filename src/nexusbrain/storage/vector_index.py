@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from nexusbrain.embeddings.base import normalise_rows
 from nexusbrain.records import Scored, SearchFilters
 from nexusbrain.storage.mapped import load_mapped
-from nexusbrain.storage.vector_rows import Rows, Space, exact_sum, sign_codes, single
+from nexusbrain.storage.vector_rows import Buffers, Rows, Space, exact_sum, sign_codes, single
 
 log = logging.getLogger(__name__)
 
@@ -203,8 +203,8 @@ class VectorIndex:
             self._rows = Rows.build(ids, docs, half, self._space, self.config.exact_max)
         else:
             sq, codes, total = derived
-            exact_max = self.config.exact_max
-            self._rows = Rows.of(ids, docs, half, sq, codes, self._space, exact_max, total)
+            buffers = Buffers(ids, docs, half, sq, codes)
+            self._rows = Rows.of(buffers, self._space, self.config.exact_max, total)
         self._seq = int(data["seq"])
         current = derived is not None and derived[1].flags.f_contiguous
         self._unsaved = 0 if current else 1  # an older cache: rewrite it once

@@ -32,7 +32,8 @@ class Buffers:
         sq: NDArray[np.float32],
         codes: NDArray[np.uint64],
     ) -> None:
-        self.ids, self.docs, self.half, self.sq, self.codes = ids, docs, half, sq, codes
+        self.ids, self.docs, self.half, self.sq = ids, docs, half, sq
+        self.codes = np.asfortranarray(codes)  # a cache file of before codes were kept word-major
         self.used = len(ids)  # rows written; views past it would see garbage
 
     @classmethod
@@ -108,32 +109,37 @@ class Rows:
         exact_max: int,
     ) -> Rows:
         sq, codes = squares_and_codes(half, space.reference)
-        return cls.of(ids, docs, half, sq, codes, space, exact_max)
+        return cls.of(Buffers(ids, docs, half, sq, codes), space, exact_max)
 
     @classmethod
     def of(
         cls,
-        ids: NDArray[np.int64],
-        docs: NDArray[np.int64],
-        half: NDArray[np.float16],
-        sq: NDArray[np.float32],
-        codes: NDArray[np.uint64],
+        buffers: Buffers,
         space: Space,
         exact_max: int,
         total: NDArray[np.int64] | None = None,
     ) -> Rows:
         """Live rows over these very arrays (no room to grow: the first append copies);
         `total` is their exact sum when it is known (the cache file keeps it)."""
+        ids, half = buffers.ids, buffers.half
         full = single(half) if len(half) <= exact_max else None
-        codes = np.asfortranarray(codes)  # a cache file of before codes were kept word-major
-        alive = np.ones(len(ids), np.bool_)
-        buffers = Buffers(ids, docs, half, sq, codes)
         total = exact_sum(half) if total is None else total
         center = space.centre_of(total, len(ids))
-        vc = full @ center if full is not None else None
-        ascending = is_ascending(ids)
         return cls(
-            ids, docs, half, sq, codes, full, alive, 0, buffers, space, total, center, vc, ascending
+            ids,
+            buffers.docs,
+            half,
+            buffers.sq,
+            buffers.codes,
+            full,
+            alive=np.ones(len(ids), np.bool_),
+            dead=0,
+            buffers=buffers,
+            space=space,
+            total=total,
+            center=center,
+            vc=full @ center if full is not None else None,
+            ascending=is_ascending(ids),
         )
 
     @property
@@ -206,9 +212,8 @@ class Rows:
 
     def compacted(self, exact_max: int) -> Rows:
         """The live rows alone, in new arrays."""
-        keep = self.alive
-        ids, docs, half = self.ids[keep], self.docs[keep], self.half[keep]
-        return Rows.of(ids, docs, half, self.sq[keep], self.codes[keep], self.space, exact_max)
+        live = Buffers(*(getattr(self, name)[self.alive] for name in _BUFFERED))
+        return Rows.of(live, self.space, exact_max)
 
     def norms(
         self, positions: NDArray[np.intp] | None, vectors: NDArray[np.float32] | None = None
