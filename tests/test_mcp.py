@@ -42,6 +42,7 @@ TOOLS = {
     "recall",
     "remember",
     "get_document",
+    "list_documents",
     "graph_relations",
     "graph_history",
     "graph_add",

@@ -132,6 +132,8 @@ def calls(http: httpx.Client) -> Iterator[Call]:
     yield get("/explain", q="deploy key", doc="alice.md", updated_after="2999-01-01")
     yield get("/explain", q="zebra", doc="b/1.md", k=1, best_per_document="true")
     yield get("/documents", uri="alice.md", chunks="true")
+    yield get("/ls")
+    yield get("/ls", prefix="b/", limit=1)
     path = f"/documents/{note_id}"
     yield get("/documents/{document_id}", path, chunks="true")
     yield get("/documents/{document_id}/history", f"{path}/history")

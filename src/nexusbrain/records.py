@@ -64,6 +64,18 @@ class Document:
 
 
 @dataclass(frozen=True, slots=True)
+class ListedDocument:
+    """A live document as a listing shows it (`ls`): what it is, and how much of it is indexed."""
+
+    id: int
+    uri: str
+    title: str
+    kind: DocumentKind
+    chunks: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentHead:
     """A document without its content: what a hit needs to cite its source."""
 

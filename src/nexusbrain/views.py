@@ -17,6 +17,7 @@ from nexusbrain.records import (
     Document,
     Hit,
     ImportResult,
+    ListedDocument,
     Trace,
     WriteResult,
     WriteStatus,
@@ -179,6 +180,25 @@ def document_lines(value: Document, start: int, end: int) -> dict[str, Any]:
     return {
         "content": "\n".join(lines[start - 1 : end]),
         "lines": {"start": start, "end": end, "total": len(lines)},
+    }
+
+
+def listing(prefix: str, total: int, documents: Sequence[ListedDocument]) -> dict[str, Any]:
+    """The live documents under a uri prefix: how many, and the first of them by uri."""
+    return {
+        "prefix": prefix,
+        "total": total,
+        "documents": [
+            {
+                "id": d.id,
+                "uri": d.uri,
+                "title": d.title,
+                "kind": d.kind.value,
+                "chunks": d.chunks,
+                "updated_at": format_time(d.updated_at),
+            }
+            for d in documents
+        ],
     }
 
 

@@ -334,6 +334,21 @@ class DocumentOut(Out):
     chunks: list[ChunkOut] = Field(default=[], description="with chunks=true")
 
 
+class ListedOut(Out):
+    id: int
+    uri: str
+    title: str
+    kind: DocumentKind
+    chunks: int = Field(description="its chunks in the index")
+    updated_at: str
+
+
+class ListingOut(Out):
+    prefix: str
+    total: int = Field(description="live documents whose uri starts with the prefix")
+    documents: list[ListedOut] = Field(description="the first `limit` of them, by uri")
+
+
 class RevisionOut(Out):
     revision: str
     title: str

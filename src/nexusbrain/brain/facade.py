@@ -28,6 +28,7 @@ from nexusbrain.records import (
     Chunk,
     Document,
     Hit,
+    ListedDocument,
     MarkdownNote,
     Progress,
     SearchFilters,
@@ -410,6 +411,15 @@ class Brain:
         if found is None:
             raise NotFound(f"no document with uri or path {ref!r}")
         return found
+
+    def list_documents(
+        self, prefix: str = "", *, limit: int = 1000
+    ) -> tuple[int, list[ListedDocument]]:
+        """How many live documents' uris start with `prefix` (a folder's path, `memory:`...),
+        and the first `limit` of them by uri. Raises InvalidInput for a limit below 1."""
+        if limit < 1:
+            raise InvalidInput(f"limit={limit} must be at least 1")
+        return self._store.list_documents(prefix, min(limit, MAX_ID))
 
     def document_chunks(self, document_id: int) -> list[Chunk]:
         """A document's chunks in order. Raises NotFound."""

@@ -238,6 +238,22 @@ def document(doc: View, lines: tuple[int, int] | None) -> None:
         )
 
 
+def listing(value: View) -> None:
+    """Documents (views.listing): a line each, then how many there are under the prefix."""
+    documents, prefix = value["documents"], value["prefix"]
+    if documents:
+        wide = min(80, max(len(d["uri"]) for d in documents))
+        click.echo(f"{'updated (UTC)':<16}  {'kind':<12}  chunks  {'uri':<{wide}}  title")
+    for d in documents:
+        when = f"{d['updated_at'][:10]} {d['updated_at'][11:16]}"
+        click.echo(f"{when}  {d['kind']:<12}  {d['chunks']:>6}  {d['uri']:<{wide}}  {d['title']}")
+    under = f" under {prefix}" if prefix else ""
+    shown = (
+        f", the first {len(documents):,} shown (--limit)" if value["total"] > len(documents) else ""
+    )
+    click.echo(f"{_count(value['total'], 'document')}{under}{shown}")
+
+
 def stats(value: Mapping[str, Any]) -> None:
     for key, item in value.items():
         click.echo(f"{key:>18}: {item}")
@@ -348,6 +364,7 @@ RENDER: dict[str, Printer] = {
     "recall": lambda view, _: recall(view),
     "explain": lambda view, _: explanation(view),
     "document": lambda view, options: document(view, options["lines"]),
+    "ls": lambda view, _: listing(view),
     "add": lambda view, _: click.echo(f"{view['status']}: document {view['id']}"),
     "delete": lambda view, _: click.echo(
         f"{view['status']}: document {view['id']} ({view['uri']})"

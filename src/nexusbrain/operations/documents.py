@@ -77,6 +77,13 @@ def delete_document(brain: Brain, *, document_id: int) -> View:
     return _retire(brain, brain.get_document(document_id))
 
 
+def ls(brain: Brain, *, prefix: str, limit: int) -> View:
+    from nexusbrain import views
+
+    total, found = brain.list_documents(prefix, limit=limit)
+    return views.listing(prefix, total, found)
+
+
 def id_or_path(given: Mapping[str, Any]) -> dict[str, Any]:
     """The reference of MCP's get_document: its id or its path, exactly one of them."""
     document_id, path = given.get("id"), given.get("path")
@@ -183,8 +190,48 @@ DELETE_DOCUMENT = Operation(
     ),
 )
 
+LS = Operation(
+    "ls",
+    ls,
+    (
+        Arg(
+            "prefix",
+            default="",
+            help="only documents whose uri starts with this (a folder's path; memory:)",
+            cli=Positional(),
+        ),
+        Arg(
+            "limit",
+            Kind.INT,
+            default=1000,
+            schema={"minimum": 1},
+            help="list at most this many, by uri",
+            cli=Option(("--limit",), "List at most this many, by uri.", show_default=True),
+        ),
+    ),
+    http=Http("GET", "/ls", "documents", "ListingOut"),
+    mcp=Tool(
+        "list_documents",
+        "List documents",
+        "The documents stored, or those whose uri starts with a prefix (a folder's path;"
+        " memory: for memories): each one's uri, title, kind, chunks and last update.",
+    ),
+    cli=Command(
+        "ls",
+        """List the documents stored, or those whose uri starts with PREFIX: when each was
+        last updated, its kind, its chunks, its uri and its title.
+
+        \b
+        Example:
+          nexusbrain ls ~/notes/projects
+          nexusbrain ls memory: --json
+        """,
+    ),
+)
+
 OPERATIONS = (
     DOCUMENT,
+    LS,
     FIND_DOCUMENT,
     GET_DOCUMENT,
     DOCUMENT_HISTORY,

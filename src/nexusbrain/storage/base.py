@@ -35,6 +35,7 @@ from nexusbrain.records import (
     DocumentDraft,
     DocumentHead,
     ImportResult,
+    ListedDocument,
     Scored,
     SearchFilters,
     StoreStats,
@@ -107,6 +108,11 @@ class DocumentStore(DocumentWrites, Protocol):
         ...
 
     def find_document(self, uri: str) -> Document | None: ...
+
+    def list_documents(self, uri_prefix: str, limit: int) -> tuple[int, list[ListedDocument]]:
+        """How many live documents' uris start with the prefix, and the first `limit` of them
+        by uri (compared bytewise)."""
+        ...
 
     def revisions_under(self, uri_prefix: str) -> Mapping[str, str]:
         """uri -> revision of every live document whose uri starts with the prefix."""
