@@ -297,6 +297,7 @@ class Copy:
     char_end: int
     line_start: int
     line_end: int
+    page: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +321,7 @@ class Hit:
     trace: Trace
     truncated: bool = False  # recall cut its text to fit the budget (its span says where)
     also_in: tuple[Copy, ...] = ()  # copies of its text, which the search did not show again
+    page: int | None = None  # the PDF page its chunk is on (from 1); None for other kinds
 
 
 @dataclass(frozen=True, slots=True)

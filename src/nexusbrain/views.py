@@ -123,11 +123,18 @@ def hit(value: Hit) -> dict[str, Any]:
         "unit": value.unit,
         "heading_path": list(value.heading_path),
         "span": span(value),
+        "page": value.page,
         "text": value.text,
         "truncated": value.truncated,
         "trace": trace(value.trace),
         "also_in": [
-            {"chunk_id": c.chunk_id, "document_id": c.document_id, "uri": c.uri, "span": span(c)}
+            {
+                "chunk_id": c.chunk_id,
+                "document_id": c.document_id,
+                "uri": c.uri,
+                "span": span(c),
+                "page": c.page,
+            }
             for c in value.also_in
         ],
     }
@@ -174,13 +181,16 @@ def document(value: Document, chunks: list[Chunk] | None = None) -> dict[str, An
     return out
 
 
-def document_lines(value: Document, start: int, end: int) -> dict[str, Any]:
-    """Lines `start` to `end` (from 1, inclusive) of a document's content, and where they are."""
+def document_lines(
+    value: Document, start: int, end: int, pages: Sequence[int] = ()
+) -> dict[str, Any]:
+    """Lines `start` to `end` (from 1, inclusive) of a document's content, and where they are:
+    with `pages`, the pages of a PDF they are on."""
     lines = value.content.splitlines()
-    return {
-        "content": "\n".join(lines[start - 1 : end]),
-        "lines": {"start": start, "end": end, "total": len(lines)},
-    }
+    where: dict[str, Any] = {"start": start, "end": end, "total": len(lines)}
+    if pages:
+        where["pages"] = list(pages)
+    return {"content": "\n".join(lines[start - 1 : end]), "lines": where}
 
 
 def listing(prefix: str, total: int, documents: Sequence[ListedDocument]) -> dict[str, Any]:

@@ -211,6 +211,7 @@ class HitOut(Out):
     unit: str | None
     heading_path: list[str]
     span: SpanOut
+    page: int | None = Field(description="the PDF page the span is on (from 1); null otherwise")
     text: str
     truncated: bool = Field(description="recall cut its text to fit the budget (span says where)")
     trace: TraceOut
@@ -225,6 +226,7 @@ class CopyOut(Out):
     document_id: int
     uri: str
     span: SpanOut
+    page: int | None = Field(description="the PDF page the span is on; null otherwise")
 
 
 class RelationshipOut(Out):

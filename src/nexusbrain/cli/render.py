@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from nexusbrain.summaries import also_in, place, recall_summary, relationship_line
+from nexusbrain.summaries import (
+    also_in,
+    pages_of_lines,
+    pages_text,
+    place,
+    recall_summary,
+    relationship_line,
+)
 from nexusbrain.summaries import count as _count
 
 if TYPE_CHECKING:
@@ -220,20 +227,25 @@ def import_summary(result: View) -> None:
     click.echo("; ".join(parts))
 
 
-def document(doc: View, lines: tuple[int, int] | None) -> None:
-    """A document (views.document), whole or only some lines, and its chunks if listed."""
+def document(doc: View, lines: tuple[int, int] | None, chunks: bool) -> None:
+    """A document (views.document), whole or only some lines (with the pages they are on, for
+    a PDF), and its chunks if asked for."""
     state = f" (retired {doc['deleted_at'][:10]})" if doc["deleted_at"] else ""
+    pages = pages_of_lines(doc.get("chunks", ()), *lines) if lines is not None else []
+    on = f"  {pages_text(pages)}" if pages else ""
     click.echo(
         f"# {doc['title']}{state}\n{doc['uri']}  id {doc['id']}  revision {doc['revision'][:12]}"
+        + on
     )
     content = doc["content"]
     if lines is not None:
         content = "\n".join(content.splitlines()[lines[0] - 1 : lines[1]])
     click.echo(f"\n{content}")
-    for chunk in doc.get("chunks", ()):
-        span = chunk["span"]
+    for chunk in doc.get("chunks", ()) if chunks else ():
+        span, page = chunk["span"], chunk["meta"].get("page")
         click.echo(
-            f"  chunk {chunk['ordinal']}: lines {span['line_start']}-{span['line_end']}, "
+            f"  chunk {chunk['ordinal']}: {f'page {page}, ' if page is not None else ''}"
+            f"lines {span['line_start']}-{span['line_end']}, "
             f"chars {span['char_start']}-{span['char_end']}  {' > '.join(chunk['heading_path'])}"
         )
 
@@ -363,7 +375,7 @@ RENDER: dict[str, Printer] = {
     ),
     "recall": lambda view, _: recall(view),
     "explain": lambda view, _: explanation(view),
-    "document": lambda view, options: document(view, options["lines"]),
+    "document": lambda view, options: document(view, options["lines"], options["chunks"]),
     "ls": lambda view, _: listing(view),
     "add": lambda view, _: click.echo(f"{view['status']}: document {view['id']}"),
     "delete": lambda view, _: click.echo(

@@ -34,7 +34,23 @@ def document(
     if line_start is None and line_end is None:
         return view
     start, end = _lines(found, line_start or 1, line_end)
-    return view | views.document_lines(found, start, end)
+    return view | views.document_lines(found, start, end, _pages(brain, found, start, end))
+
+
+def _pages(brain: Brain, document: Document, start: int, end: int) -> list[int]:
+    """The pages lines `start` to `end` of a paged document (a PDF) are on; none for others."""
+    from nexusbrain import views
+    from nexusbrain.summaries import pages_of_lines
+
+    if "pages" not in document.metadata:
+        return []
+    return pages_of_lines([views.chunk(c) for c in brain.document_chunks(document.id)], start, end)
+
+
+def chunks_for_lines(given: Mapping[str, Any]) -> dict[str, Any]:
+    """`get --lines` asks for the chunks too: the printer names the pages of the lines from
+    them (a PDF's), and lists them only with --chunks."""
+    return {"chunks": bool(given.get("chunks")) or given.get("lines") is not None}
 
 
 def _lines(document: Document, start: int, end: int | None) -> tuple[int, int]:
@@ -133,6 +149,7 @@ DOCUMENT = Operation(
           nexusbrain get 12 --lines 10-20
           nexusbrain get ~/notes/deploy.md --chunks
         """,
+        adapt=chunks_for_lines,
     ),
     remote=ByReference("get_document", "find_document"),
 )
