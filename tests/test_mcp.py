@@ -43,6 +43,7 @@ TOOLS = {
     "remember",
     "get_document",
     "list_documents",
+    "list_sources",
     "graph_relations",
     "graph_history",
     "graph_add",

@@ -83,7 +83,7 @@ def serve_twin(root: Path) -> Iterator[Served]:
     clock = FrozenClock(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
     settings = Settings.from_env(root / "brain.db", environ={"BRAIN_EMBEDDER": "hashing"})
     with Brain.open(settings=settings, clock=clock) as brain:
-        brain.ingest_dir(notes)
+        brain.sources.add(notes, name="notes")  # ingest-dir, and a source to list
         brain.add_memory("Alice prefers tea in the morning", tags=("people",))
         brain.graph.ingest(*inputs_from_json(FACTS))
         brain.admin.refresh_index()
@@ -223,6 +223,7 @@ READS = [
         "get 999",
         ("get_document", {"id": 999}),
     ),
+    Ask("sources", get("/sources"), "sources list", ("list_sources", {})),
     Ask("ls", get("/ls"), "ls", ("list_documents", {})),
     Ask("ls under a prefix", None, None),  # filled in by the test: the notes' path
     Ask(

@@ -76,6 +76,31 @@ class ListedDocument:
 
 
 @dataclass(frozen=True, slots=True)
+class Source:
+    """A named folder the brain keeps in sync (`sources add`): its files under `root` that
+    `include` and `exclude` select (globs; none: every file ingest reads), filed under
+    `domain`. `synced_at` and `problems` (path, reason) are its last sync's."""
+
+    name: str
+    root: str
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    domain: str | None = None
+    created_at: datetime | None = None
+    synced_at: datetime | None = None
+    problems: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """A source as `sources list` shows it: its live documents (files) and their chunks."""
+
+    source: Source
+    files: int
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentHead:
     """A document without its content: what a hit needs to cite its source."""
 

@@ -18,6 +18,8 @@ from nexusbrain.records import (
     Hit,
     ImportResult,
     ListedDocument,
+    Source,
+    SourceStatus,
     Trace,
     WriteResult,
     WriteStatus,
@@ -232,6 +234,37 @@ def directory_report(report: DirectoryReport) -> dict[str, Any]:
         "errors": [{"path": p.path, "reason": p.reason} for p in report.errors],
         "seconds": round(report.seconds, 3),
     }
+
+
+def source(value: SourceStatus) -> dict[str, Any]:
+    """A source (sources list): what it is, its files and chunks now, and its last sync."""
+    found = value.source
+    return {
+        "name": found.name,
+        "root": found.root,
+        "include": list(found.include),
+        "exclude": list(found.exclude),
+        "domain": found.domain,
+        "files": value.files,
+        "chunks": value.chunks,
+        "created_at": _time(found.created_at),
+        "synced_at": _time(found.synced_at),
+        "errors": [{"path": path, "reason": reason} for path, reason in found.problems],
+    }
+
+
+def sources(values: Sequence[SourceStatus]) -> dict[str, Any]:
+    return {"sources": [source(value) for value in values]}
+
+
+def source_sync(value: SourceStatus, report: DirectoryReport) -> dict[str, Any]:
+    """A source after a sync, and what the sync did."""
+    return {"source": source(value), "sync": directory_report(report)}
+
+
+def source_removal(value: Source, retired: int) -> dict[str, Any]:
+    """A source removed, and how many of its documents were retired."""
+    return {"name": value.name, "root": value.root, "retired": retired}
 
 
 def import_result(result: ImportResult) -> dict[str, Any]:

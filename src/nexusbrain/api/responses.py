@@ -351,6 +351,28 @@ class ListingOut(Out):
     documents: list[ListedOut] = Field(description="the first `limit` of them, by uri")
 
 
+class SkippedOut(Out):
+    path: str
+    reason: str
+
+
+class SourceOut(Out):
+    name: str
+    root: str = Field(description="the folder, as an absolute path")
+    include: list[str] = Field(description="globs a file must match one of (none: every file)")
+    exclude: list[str] = Field(description="globs no file it keeps matches")
+    domain: str | None
+    files: int = Field(description="its live documents")
+    chunks: int
+    created_at: str
+    synced_at: str | None = Field(description="when its last sync ended; null: never synced")
+    errors: list[SkippedOut] = Field(description="files its last sync could not read, and why")
+
+
+class SourcesOut(Out):
+    sources: list[SourceOut] = Field(description="by name")
+
+
 class RevisionOut(Out):
     revision: str
     title: str

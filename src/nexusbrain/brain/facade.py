@@ -47,6 +47,7 @@ from nexusbrain.storage.base import Backend, DenseIndex
 # What only writes, the graph, explain and stats use is imported where it is used: a search
 # in a fresh process (the command line without a server) then loads none of it.
 if TYPE_CHECKING:
+    from nexusbrain.brain.sources import Sources
     from nexusbrain.graph import Graph
     from nexusbrain.graph.model import GraphFact
     from nexusbrain.ingest.conversation import Session
@@ -134,6 +135,7 @@ class Brain:
             captures=self._captures,
         )
         self._graph: Graph | None = None
+        self._sources: Sources | None = None
 
     @classmethod
     def open(
@@ -159,6 +161,15 @@ class Brain:
         except BaseException:
             backend.close()
             raise
+
+    @property
+    def sources(self) -> Sources:
+        """The named folders kept in sync: add, list, update, remove, watch (sources.py)."""
+        if self._sources is None:
+            from nexusbrain.brain.sources import Sources
+
+            self._sources = Sources(self._backend.sources, self._store, self._writer, self._clock)
+        return self._sources
 
     @property
     def graph(self) -> Graph:

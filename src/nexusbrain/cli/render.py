@@ -266,6 +266,51 @@ def listing(value: View) -> None:
     click.echo(f"{_count(value['total'], 'document')}{under}{shown}")
 
 
+def sources(value: View) -> None:
+    """Sources (views.sources): a line each, then the files each could not read last time."""
+    found = value["sources"]
+    if not found:
+        click.echo("no sources: add one with `nexusbrain sources add FOLDER`")
+        return
+    wide = max(4, *(len(s["name"]) for s in found))
+    click.echo(
+        f"{'name':<{wide}}  {'files':>6}  {'chunks':>7}  {'last sync (UTC)':<16}  errors  root"
+    )
+    for s in found:
+        when = f"{s['synced_at'][:10]} {s['synced_at'][11:16]}" if s["synced_at"] else "never"
+        click.echo(
+            f"{s['name']:<{wide}}  {s['files']:>6,}  {s['chunks']:>7,}  {when:<16}  "
+            f"{len(s['errors']):>6}  {s['root']}{_globs(s)}"
+        )
+    for s in found:
+        for error in s["errors"]:
+            click.echo(f"  {s['name']}: {error['path']}: {error['reason']}", err=True)
+
+
+def _globs(source: View) -> str:
+    globs = [f"+{g}" for g in source["include"]] + [f"-{g}" for g in source["exclude"]]
+    return f"  ({' '.join(globs)})" if globs else ""
+
+
+def source_sync(value: View) -> None:
+    """A source after a sync (views.source_sync): what the sync did, and what it skipped."""
+    source, sync = value["source"], value["sync"]
+    click.echo(
+        f"{source['name']}: {sync['added']} added, {sync['updated']} updated, "
+        f"{sync['unchanged']} unchanged, {sync['deleted']} deleted in {sync['seconds']:.2f}s; "
+        f"{_count(source['files'], 'file')}, {_count(source['chunks'], 'chunk')} ({source['root']})"
+    )
+    for error in sync["errors"]:
+        click.echo(f"  skipped {error['path']}: {error['reason']}", err=True)
+
+
+def source_syncs(value: View) -> None:
+    for each in value["synced"]:
+        source_sync(each)
+    if not value["synced"]:
+        click.echo("no sources: add one with `nexusbrain sources add FOLDER`")
+
+
 def stats(value: Mapping[str, Any]) -> None:
     for key, item in value.items():
         click.echo(f"{key:>18}: {item}")
@@ -382,6 +427,12 @@ RENDER: dict[str, Printer] = {
         f"{view['status']}: document {view['id']} ({view['uri']})"
     ),
     "stats": lambda view, _: stats(view),
+    "sources_list": lambda view, _: sources(view),
+    "sources_add": lambda view, _: source_sync(view),
+    "sources_update": lambda view, _: source_syncs(view),
+    "sources_remove": lambda view, _: click.echo(
+        f"removed {view['name']} ({view['root']}): {_count(view['retired'], 'document')} retired"
+    ),
     "ingest": lambda view, _: graph_ingest(view),
     "relations": lambda view, _: relations(view),
     "history": lambda view, _: history(view),
