@@ -129,7 +129,9 @@ def test_the_commands_answer_with_json_and_text(tmp_path: Path, folder: Path) ->
     listed = json.loads(run("sources", "list", "--json"))["sources"]
     assert listed == [added["source"]]
     assert json.loads(run("sources", "update", "--json"))["synced"][0]["sync"]["unchanged"] == 2
-    assert run("sources", "update", "d").startswith("d: 0 added, 0 updated, 2 unchanged")
+    assert run("sources", "update", "d").startswith(
+        f"d ({folder.resolve()}): 0 added, 0 updated, 2 unchanged, 0 deleted, now 2 files and"
+    )
     assert json.loads(run("sources", "remove", "d", "--json")) == {
         "name": "d",
         "root": folder.resolve().as_posix(),

@@ -296,9 +296,10 @@ def source_sync(value: View) -> None:
     """A source after a sync (views.source_sync): what the sync did, and what it skipped."""
     source, sync = value["source"], value["sync"]
     click.echo(
-        f"{source['name']}: {sync['added']} added, {sync['updated']} updated, "
-        f"{sync['unchanged']} unchanged, {sync['deleted']} deleted in {sync['seconds']:.2f}s; "
-        f"{_count(source['files'], 'file')}, {_count(source['chunks'], 'chunk')} ({source['root']})"
+        f"{source['name']} ({source['root']}): {sync['added']} added, {sync['updated']} updated,"
+        f" {sync['unchanged']} unchanged, {sync['deleted']} deleted, now"
+        f" {_count(source['files'], 'file')} and {_count(source['chunks'], 'chunk')},"
+        f" synced in {sync['seconds']:.2f}s"
     )
     for error in sync["errors"]:
         click.echo(f"  skipped {error['path']}: {error['reason']}", err=True)
