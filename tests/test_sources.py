@@ -174,3 +174,22 @@ def test_serve_follows_every_source_and_one_added_while_it_runs(
         out = stop(process).decode()
     assert f"  watching  {watched}" in out
     assert f"added {folder / 'late.txt'}" in out
+
+
+def test_a_missing_folder_is_an_error_of_its_source_and_retires_nothing(
+    brain: Brain, folder: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    write(other / "a.md", "# A\n\nThe gecko ferry leaves at noon.\n")
+    brain.sources.add(folder, name="docs")
+    brain.sources.add(other, name="other")
+    folder.rename(tmp_path / "unmounted")
+    write(other / "b.md", "# B\n\nThe newt ferry leaves at one.\n")
+    synced = {status.source.name: (status, report) for status, report in brain.sources.update()}
+    status, report = synced["docs"]
+    assert [(p.path, p.reason.split(":")[0]) for p in report.errors] == [
+        (folder.resolve().as_posix(), "the folder is missing")
+    ]
+    assert (status.files, report.deleted) == (len(KINDS) + 1, 0)  # drafts/plan.md too
+    assert status.source.problems == ((folder.resolve().as_posix(), report.errors[0].reason),)
+    assert synced["other"][1].added == 1  # the others are synced all the same

@@ -16,11 +16,14 @@ from nexusbrain.brain.writes import Writer
 from nexusbrain.clock import Clock
 from nexusbrain.errors import Conflict, InvalidInput, NotFound
 from nexusbrain.ingest.directory import DirectoryReport
-from nexusbrain.ingest.files import chosen, resolve_root
+from nexusbrain.ingest.files import FileProblem, chosen, resolve_root
 from nexusbrain.records import MAX_ID, ListedDocument, Progress, Source, SourceStatus
 from nexusbrain.storage.base import DocumentStore, SourceStore
 
 MAX_NAME = 100
+_GONE = (
+    "the folder is missing: its documents stay until it is back, or `sources remove` retires them"
+)
 
 
 class Sources:
@@ -94,15 +97,20 @@ class Sources:
 
     def sync(self, name: str, *, progress: Progress | None = None) -> DirectoryReport:
         """Bring the store in line with the source's folder, as `ingest-dir` does, and record
-        when and what it could not read. Raises NotFound for an unknown source."""
+        when and what it could not read. A folder that is missing is that sync's one error,
+        and nothing is retired. Raises NotFound for an unknown source."""
         source = self._get(name)
-        report = self._writer.directory(
-            source.root,
-            domain=source.domain,
-            progress=progress,
-            include=source.include,
-            exclude=source.exclude,
-        )
+        if Path(source.root).is_dir():
+            report = self._writer.directory(
+                source.root,
+                domain=source.domain,
+                progress=progress,
+                include=source.include,
+                exclude=source.exclude,
+            )
+        else:  # an unmounted disk, a folder moved: nothing is retired until it is back
+            gone = FileProblem(source.root, _GONE)
+            report = DirectoryReport(root=source.root, errors=(gone,))
         problems = [(p.path, p.reason) for p in report.errors]
         self._sources.record_sync(name, self._clock(), problems)
         return report
