@@ -117,7 +117,7 @@ def test_every_interface_shows_where_else_the_text_lives(live_server: LiveServer
             "copy/README.md",
             "nightly/README.md",
         }
-        assert set(hit["also_in"][0]) == {"chunk_id", "document_id", "uri", "span"}
+        assert set(hit["also_in"][0]) == {"chunk_id", "document_id", "uri", "span", "page"}
         every = http.get("/search", params={"q": query, "distinct": "false"}).json()["hits"]
         assert sum(h["uri"].endswith("README.md") for h in every) == 3
         recalled = http.post("/recall", json={"query": query, "k": 3}).json()["hits"]

@@ -42,6 +42,8 @@ TOOLS = {
     "recall",
     "remember",
     "get_document",
+    "list_documents",
+    "list_sources",
     "graph_relations",
     "graph_history",
     "graph_add",

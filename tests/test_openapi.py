@@ -73,6 +73,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     db = Path(tmp_path_factory.mktemp("openapi")) / "brain.db"
     settings = Settings(db=db, embedder=Profile.HASHING, capture=CaptureConfig(enabled=True))
     with Brain.open(settings=settings) as brain:
+        folder = db.parent / "folder"  # a source, one of whose files cannot be read
+        folder.mkdir()
+        (folder / "note.md").write_text("# Note\n\nthe heron counts boats\n")
+        (folder / "image.txt").write_bytes(b"\x89PNG\x00\x00")
+        brain.sources.add(folder, exclude=("drafts/*",))
         yield from _serve(brain, ServerSettings(port=free_port(), limits=LIMITS))
 
 
@@ -132,6 +137,9 @@ def calls(http: httpx.Client) -> Iterator[Call]:
     yield get("/explain", q="deploy key", doc="alice.md", updated_after="2999-01-01")
     yield get("/explain", q="zebra", doc="b/1.md", k=1, best_per_document="true")
     yield get("/documents", uri="alice.md", chunks="true")
+    yield get("/ls")
+    yield get("/sources")
+    yield get("/ls", prefix="b/", limit=1)
     path = f"/documents/{note_id}"
     yield get("/documents/{document_id}", path, chunks="true")
     yield get("/documents/{document_id}/history", f"{path}/history")

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from nexusbrain.api import responses
 from nexusbrain.operations import BY_NAME, GROUPS, OPERATIONS
-from nexusbrain.operations.args import Arg, Face, Group, Kind, members
+from nexusbrain.operations.args import Arg, Face, Group, Kind, Option, members
 from nexusbrain.operations.models import body_model, tool_model
 from nexusbrain.operations.retrieval import KINDS, MODES
 from nexusbrain.operations.spec import Operation
@@ -94,3 +94,19 @@ def test_the_table_loads_with_the_standard_library_alone() -> None:
     ).stdout.split()
     heavy = ("pydantic", "fastapi", "nexusbrain.records", "nexusbrain.config", "nexusbrain.views")
     assert [m for m in loaded if m.startswith(heavy) or m == "nexusbrain.brain"] == []
+
+
+@pytest.mark.parametrize("operation", [op for op in OPERATIONS if op.cli], ids=lambda op: op.name)
+def test_a_command_s_word_is_required_exactly_when_its_argument_is(operation: Operation) -> None:
+    """A positional argument with a default (`ls [PREFIX]`) may be left out on the command line;
+    a required one may not; a list of words (`graph add FROM TYPE TO`) takes any number."""
+    from nexusbrain.cli.commands import command
+
+    made = command(operation, operation.cli.name.split()[-1])  # type: ignore[union-attr]
+    words = {p.name: p for p in made.params if p.param_type_name == "argument"}
+    for arg in members(operation.args):
+        if arg.cli is None or isinstance(arg.cli, Option):
+            continue
+        word = words[arg.name]
+        assert word.required == (arg.required and not arg.cli.many), arg.name
+        assert word.nargs == (-1 if arg.cli.many else 1), arg.name

@@ -83,7 +83,7 @@ def serve_twin(root: Path) -> Iterator[Served]:
     clock = FrozenClock(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
     settings = Settings.from_env(root / "brain.db", environ={"BRAIN_EMBEDDER": "hashing"})
     with Brain.open(settings=settings, clock=clock) as brain:
-        brain.ingest_dir(notes)
+        brain.sources.add(notes, name="notes")  # ingest-dir, and a source to list
         brain.add_memory("Alice prefers tea in the morning", tags=("people",))
         brain.graph.ingest(*inputs_from_json(FACTS))
         brain.admin.refresh_index()
@@ -222,6 +222,21 @@ READS = [
         get("/documents/999"),
         "get 999",
         ("get_document", {"id": 999}),
+    ),
+    Ask("sources", get("/sources"), "sources list", ("list_sources", {})),
+    Ask("ls", get("/ls"), "ls", ("list_documents", {})),
+    Ask("ls under a prefix", None, None),  # filled in by the test: the notes' path
+    Ask(
+        "ls at most one",
+        get("/ls", prefix="memory:", limit=1),
+        "ls memory: --limit 1",
+        ("list_documents", {"prefix": "memory:", "limit": 1}),
+    ),
+    Ask(
+        "ls none",
+        get("/ls", limit=0),
+        "ls --limit 0",
+        ("list_documents", {"limit": 0}),
     ),
     Ask(
         "stats",
@@ -426,8 +441,21 @@ def by_uri(served: Served) -> Ask:
     )
 
 
+def under_notes(served: Served) -> Ask:
+    prefix = (served.root / "notes" / "ops").as_posix()
+    return Ask(
+        "ls under a prefix",
+        get("/ls", prefix=prefix),
+        f"ls {prefix}",
+        ("list_documents", {"prefix": prefix}),
+    )
+
+
+FILLED = {"document by uri": by_uri, "ls under a prefix": under_notes}
+
+
 def test_every_question_gets_the_same_answer_on_every_interface(served: Served) -> None:
-    asks = [by_uri(served) if ask.http is None else ask for ask in READS]
+    asks = [FILLED[ask.name](served) if ask.http is None else ask for ask in READS]
     mcp = over_mcp(served, [ask.mcp for ask in asks if ask.mcp is not None])
     for ask in asks:
         answers = Answers(ask)

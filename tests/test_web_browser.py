@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
@@ -871,3 +871,27 @@ def test_a_hit_lists_the_copies_of_its_text(live_server: LiveServer, page: Page)
     expect(copies).to_have_text(["copy/README.md:1–4", "nightly/README.md:1–3"])
     assert "chunk=" in (copies.first.get_attribute("href") or "")
     expect(page.locator(".hit h2", has_text="Copy")).to_have_count(0)
+
+
+def test_a_pdf_hit_shows_its_page_and_its_span_in_the_extracted_text(
+    live_server: LiveServer, page: Page, tmp_path: Path
+) -> None:
+    from .test_formats_ingest import KINDS, QUOKKA
+    from .test_ingest_dir import write
+
+    for name, contents, _, _ in KINDS:
+        write(tmp_path / "folder" / name, contents)
+    assert live_server.brain.ingest_dir(tmp_path / "folder").errors == ()
+    page.goto(f"{live_server.url}/app?{urlencode({'q': QUOKKA})}")
+    first = page.locator(".hit").first
+    expect(first.locator(".path")).to_have_text(re.compile(r"report\.pdf$"))
+    expect(first.locator(".meta")).to_contain_text("page 3 · lines ")
+    first.get_by_role("link", name="Open the document at this span").click()
+    span = page.locator("#source-span")
+    expect(span).to_be_visible()
+    assert QUOKKA in span.inner_text().replace("\n", " ")
+    expect(page.locator("#content-heading")).to_have_text("Text taken from the PDF")
+    expect(page.locator("#doc-status")).to_contain_text("Showing page 3, lines ")
+    expect(page.locator("#chunks a[aria-current=true]")).to_contain_text("Page 3, lines ")
+    box = span.bounding_box()
+    assert box is not None and box["y"] < 800 and box["y"] + box["height"] > 0  # in view

@@ -64,6 +64,43 @@ class Document:
 
 
 @dataclass(frozen=True, slots=True)
+class ListedDocument:
+    """A live document as a listing shows it (`ls`): what it is, and how much of it is indexed."""
+
+    id: int
+    uri: str
+    title: str
+    kind: DocumentKind
+    chunks: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A named folder the brain keeps in sync (`sources add`): its files under `root` that
+    `include` and `exclude` select (globs; none: every file ingest reads), filed under
+    `domain`. `synced_at` and `problems` (path, reason) are its last sync's."""
+
+    name: str
+    root: str
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    domain: str | None = None
+    created_at: datetime | None = None
+    synced_at: datetime | None = None
+    problems: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """A source as `sources list` shows it: its live documents (files) and their chunks."""
+
+    source: Source
+    files: int
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentHead:
     """A document without its content: what a hit needs to cite its source."""
 
@@ -285,6 +322,7 @@ class Copy:
     char_end: int
     line_start: int
     line_end: int
+    page: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +346,7 @@ class Hit:
     trace: Trace
     truncated: bool = False  # recall cut its text to fit the budget (its span says where)
     also_in: tuple[Copy, ...] = ()  # copies of its text, which the search did not show again
+    page: int | None = None  # the PDF page its chunk is on (from 1); None for other kinds
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ and an agent reading an MCP tool's text. Standard library only, so that the CLI'
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -71,9 +71,31 @@ def _citation(n: int, hit: Mapping[str, Any]) -> str:
 
 
 def place(item: Mapping[str, Any]) -> str:
-    """A hit's or a copy's view as uri:lines ("notes/a.md:3-9", "notes/a.md:4")."""
+    """A hit's or a copy's view as uri:lines ("notes/a.md:3-9", "notes/a.md:4"), and its page
+    when it has one ("report.pdf:40-52, page 4")."""
     start, end = item["span"]["line_start"], item["span"]["line_end"]
-    return f"{item['uri']}:{f'{start}-{end}' if end != start else start}"
+    page = f", page {item['page']}" if item.get("page") is not None else ""
+    return f"{item['uri']}:{f'{start}-{end}' if end != start else start}{page}"
+
+
+def pages_of_lines(chunks: Sequence[Mapping[str, Any]], start: int, end: int) -> list[int]:
+    """The pages lines `start` to `end` are on, from a document's chunk views (views.chunk):
+    a PDF's chunks each lie within one page and keep it in `meta`; other chunks have none."""
+    found = {
+        c["meta"].get("page")
+        for c in chunks
+        if c["span"]["line_start"] <= end and c["span"]["line_end"] >= start
+    }
+    return sorted(page for page in found if isinstance(page, int))
+
+
+def pages_text(pages: Sequence[int]) -> str:
+    """'page 4', 'pages 4-5', 'pages 4, 6'."""
+    if len(pages) == 1:
+        return f"page {pages[0]}"
+    if list(pages) == list(range(pages[0], pages[-1] + 1)):
+        return f"pages {pages[0]}-{pages[-1]}"
+    return "pages " + ", ".join(str(p) for p in pages)
 
 
 def also_in(hit: Mapping[str, Any], shown: int = 3) -> str:

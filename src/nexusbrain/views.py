@@ -17,6 +17,9 @@ from nexusbrain.records import (
     Document,
     Hit,
     ImportResult,
+    ListedDocument,
+    Source,
+    SourceStatus,
     Trace,
     WriteResult,
     WriteStatus,
@@ -122,11 +125,18 @@ def hit(value: Hit) -> dict[str, Any]:
         "unit": value.unit,
         "heading_path": list(value.heading_path),
         "span": span(value),
+        "page": value.page,
         "text": value.text,
         "truncated": value.truncated,
         "trace": trace(value.trace),
         "also_in": [
-            {"chunk_id": c.chunk_id, "document_id": c.document_id, "uri": c.uri, "span": span(c)}
+            {
+                "chunk_id": c.chunk_id,
+                "document_id": c.document_id,
+                "uri": c.uri,
+                "span": span(c),
+                "page": c.page,
+            }
             for c in value.also_in
         ],
     }
@@ -173,12 +183,34 @@ def document(value: Document, chunks: list[Chunk] | None = None) -> dict[str, An
     return out
 
 
-def document_lines(value: Document, start: int, end: int) -> dict[str, Any]:
-    """Lines `start` to `end` (from 1, inclusive) of a document's content, and where they are."""
+def document_lines(
+    value: Document, start: int, end: int, pages: Sequence[int] = ()
+) -> dict[str, Any]:
+    """Lines `start` to `end` (from 1, inclusive) of a document's content, and where they are:
+    with `pages`, the pages of a PDF they are on."""
     lines = value.content.splitlines()
+    where: dict[str, Any] = {"start": start, "end": end, "total": len(lines)}
+    if pages:
+        where["pages"] = list(pages)
+    return {"content": "\n".join(lines[start - 1 : end]), "lines": where}
+
+
+def listing(prefix: str, total: int, documents: Sequence[ListedDocument]) -> dict[str, Any]:
+    """The live documents under a uri prefix: how many, and the first of them by uri."""
     return {
-        "content": "\n".join(lines[start - 1 : end]),
-        "lines": {"start": start, "end": end, "total": len(lines)},
+        "prefix": prefix,
+        "total": total,
+        "documents": [
+            {
+                "id": d.id,
+                "uri": d.uri,
+                "title": d.title,
+                "kind": d.kind.value,
+                "chunks": d.chunks,
+                "updated_at": format_time(d.updated_at),
+            }
+            for d in documents
+        ],
     }
 
 
@@ -202,6 +234,37 @@ def directory_report(report: DirectoryReport) -> dict[str, Any]:
         "errors": [{"path": p.path, "reason": p.reason} for p in report.errors],
         "seconds": round(report.seconds, 3),
     }
+
+
+def source(value: SourceStatus) -> dict[str, Any]:
+    """A source (sources list): what it is, its files and chunks now, and its last sync."""
+    found = value.source
+    return {
+        "name": found.name,
+        "root": found.root,
+        "include": list(found.include),
+        "exclude": list(found.exclude),
+        "domain": found.domain,
+        "files": value.files,
+        "chunks": value.chunks,
+        "created_at": _time(found.created_at),
+        "synced_at": _time(found.synced_at),
+        "errors": [{"path": path, "reason": reason} for path, reason in found.problems],
+    }
+
+
+def sources(values: Sequence[SourceStatus]) -> dict[str, Any]:
+    return {"sources": [source(value) for value in values]}
+
+
+def source_sync(value: SourceStatus, report: DirectoryReport) -> dict[str, Any]:
+    """A source after a sync, and what the sync did."""
+    return {"source": source(value), "sync": directory_report(report)}
+
+
+def source_removal(value: Source, retired: int) -> dict[str, Any]:
+    """A source removed, and how many of its documents were retired."""
+    return {"name": value.name, "root": value.root, "retired": retired}
 
 
 def import_result(result: ImportResult) -> dict[str, Any]:

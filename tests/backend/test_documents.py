@@ -119,6 +119,26 @@ def test_revisions_under_a_prefix_and_filters(backend: Backend) -> None:
     assert len(store.chunk_ids_matching(SearchFilters())) == 3
 
 
+def test_a_listing_under_a_prefix_is_the_live_documents_by_uri(backend: Backend) -> None:
+    write(backend, draft("notes/b.md", "rb"), [chunk("one", 0), chunk("two", 1)])
+    write(backend, draft("notes/Z.md", "rz", kind=DocumentKind.PDF), [chunk("three")])
+    write(backend, draft("notes/a.md", "ra"), [chunk("four")])
+    gone = write(backend, draft("notes/gone.md", "rg"), [chunk("five")])
+    write(backend, draft("other/c.md", "rc"), [chunk("six")])
+    backend.documents.retire_documents([gone.document_id], NOW)
+    total, listed = backend.documents.list_documents("notes/", 10)
+    assert total == 3
+    assert [(d.uri, d.kind, d.chunks, d.title) for d in listed] == [
+        ("notes/Z.md", DocumentKind.PDF, 1, "Title"),  # bytewise: capitals first
+        ("notes/a.md", DocumentKind.MARKDOWN, 1, "Title"),
+        ("notes/b.md", DocumentKind.MARKDOWN, 2, "Title"),
+    ]
+    assert all(d.updated_at == NOW for d in listed)
+    assert backend.documents.list_documents("notes/", 1) == (3, listed[:1])
+    assert backend.documents.list_documents("", 10)[0] == 4
+    assert backend.documents.list_documents("nothing/", 10) == (0, [])
+
+
 def test_the_change_log_names_added_and_removed_chunks(backend: Backend) -> None:
     store = backend.documents
     start = store.latest_chunk_change()

@@ -211,6 +211,7 @@ class HitOut(Out):
     unit: str | None
     heading_path: list[str]
     span: SpanOut
+    page: int | None = Field(description="the PDF page the span is on (from 1); null otherwise")
     text: str
     truncated: bool = Field(description="recall cut its text to fit the budget (span says where)")
     trace: TraceOut
@@ -225,6 +226,7 @@ class CopyOut(Out):
     document_id: int
     uri: str
     span: SpanOut
+    page: int | None = Field(description="the PDF page the span is on; null otherwise")
 
 
 class RelationshipOut(Out):
@@ -332,6 +334,43 @@ class DocumentOut(Out):
     deleted_at: str | None
     content: str
     chunks: list[ChunkOut] = Field(default=[], description="with chunks=true")
+
+
+class ListedOut(Out):
+    id: int
+    uri: str
+    title: str
+    kind: DocumentKind
+    chunks: int = Field(description="its chunks in the index")
+    updated_at: str
+
+
+class ListingOut(Out):
+    prefix: str
+    total: int = Field(description="live documents whose uri starts with the prefix")
+    documents: list[ListedOut] = Field(description="the first `limit` of them, by uri")
+
+
+class SkippedOut(Out):
+    path: str
+    reason: str
+
+
+class SourceOut(Out):
+    name: str
+    root: str = Field(description="the folder, as an absolute path")
+    include: list[str] = Field(description="globs a file must match one of (none: every file)")
+    exclude: list[str] = Field(description="globs no file it keeps matches")
+    domain: str | None
+    files: int = Field(description="its live documents")
+    chunks: int
+    created_at: str
+    synced_at: str | None = Field(description="when its last sync ended; null: never synced")
+    errors: list[SkippedOut] = Field(description="files its last sync could not read, and why")
+
+
+class SourcesOut(Out):
+    sources: list[SourceOut] = Field(description="by name")
 
 
 class RevisionOut(Out):

@@ -28,6 +28,7 @@ from nexusbrain.records import (
     Chunk,
     Document,
     Hit,
+    ListedDocument,
     MarkdownNote,
     Progress,
     SearchFilters,
@@ -46,6 +47,7 @@ from nexusbrain.storage.base import Backend, DenseIndex
 # What only writes, the graph, explain and stats use is imported where it is used: a search
 # in a fresh process (the command line without a server) then loads none of it.
 if TYPE_CHECKING:
+    from nexusbrain.brain.sources import Sources
     from nexusbrain.graph import Graph
     from nexusbrain.graph.model import GraphFact
     from nexusbrain.ingest.conversation import Session
@@ -133,6 +135,7 @@ class Brain:
             captures=self._captures,
         )
         self._graph: Graph | None = None
+        self._sources: Sources | None = None
 
     @classmethod
     def open(
@@ -158,6 +161,15 @@ class Brain:
         except BaseException:
             backend.close()
             raise
+
+    @property
+    def sources(self) -> Sources:
+        """The named folders kept in sync: add, list, update, remove, watch (sources.py)."""
+        if self._sources is None:
+            from nexusbrain.brain.sources import Sources
+
+            self._sources = Sources(self._backend.sources, self._store, self._writer, self._clock)
+        return self._sources
 
     @property
     def graph(self) -> Graph:
@@ -410,6 +422,15 @@ class Brain:
         if found is None:
             raise NotFound(f"no document with uri or path {ref!r}")
         return found
+
+    def list_documents(
+        self, prefix: str = "", *, limit: int = 1000
+    ) -> tuple[int, list[ListedDocument]]:
+        """How many live documents' uris start with `prefix` (a folder's path, `memory:`...),
+        and the first `limit` of them by uri. Raises InvalidInput for a limit below 1."""
+        if limit < 1:
+            raise InvalidInput(f"limit={limit} must be at least 1")
+        return self._store.list_documents(prefix, min(limit, MAX_ID))
 
     def document_chunks(self, document_id: int) -> list[Chunk]:
         """A document's chunks in order. Raises NotFound."""

@@ -93,7 +93,13 @@ class Writer:
         return [self._write_batch([p])[0] for p in prepared]
 
     def directory(
-        self, root: str | Path, *, domain: str | None, progress: Progress | None
+        self,
+        root: str | Path,
+        *,
+        domain: str | None,
+        progress: Progress | None,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
     ) -> DirectoryReport:
         from nexusbrain.ingest.directory import ingest_directory
 
@@ -108,6 +114,8 @@ class Writer:
             write=self._write_notes,
             retire=self.retire,
             progress=progress,
+            include=include,
+            exclude=exclude,
         )
 
     def watch(

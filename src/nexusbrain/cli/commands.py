@@ -126,7 +126,9 @@ def _param(arg: Arg) -> click.Parameter:
     form = arg.cli
     kind = click.Choice(arg.choices) if arg.choices else _TYPES.get(arg.kind)
     if not isinstance(form, Option):
-        return click.Argument([arg.name], type=kind, nargs=-1 if form and form.many else 1)
+        if form is not None and form.many:
+            return click.Argument([arg.name], type=kind, nargs=-1)
+        return click.Argument([arg.name], type=kind, required=arg.required, default=arg.default)
     return click.Option(
         [*form.decls, arg.name],
         type=None if arg.kind is Kind.BOOL else kind,

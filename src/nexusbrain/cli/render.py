@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from nexusbrain.summaries import also_in, place, recall_summary, relationship_line
+from nexusbrain.summaries import (
+    also_in,
+    pages_of_lines,
+    pages_text,
+    place,
+    recall_summary,
+    relationship_line,
+)
 from nexusbrain.summaries import count as _count
 
 if TYPE_CHECKING:
@@ -220,22 +227,89 @@ def import_summary(result: View) -> None:
     click.echo("; ".join(parts))
 
 
-def document(doc: View, lines: tuple[int, int] | None) -> None:
-    """A document (views.document), whole or only some lines, and its chunks if listed."""
+def document(doc: View, lines: tuple[int, int] | None, chunks: bool) -> None:
+    """A document (views.document), whole or only some lines (with the pages they are on, for
+    a PDF), and its chunks if asked for."""
     state = f" (retired {doc['deleted_at'][:10]})" if doc["deleted_at"] else ""
+    pages = pages_of_lines(doc.get("chunks", ()), *lines) if lines is not None else []
+    on = f"  {pages_text(pages)}" if pages else ""
     click.echo(
         f"# {doc['title']}{state}\n{doc['uri']}  id {doc['id']}  revision {doc['revision'][:12]}"
+        + on
     )
     content = doc["content"]
     if lines is not None:
         content = "\n".join(content.splitlines()[lines[0] - 1 : lines[1]])
     click.echo(f"\n{content}")
-    for chunk in doc.get("chunks", ()):
-        span = chunk["span"]
+    for chunk in doc.get("chunks", ()) if chunks else ():
+        span, page = chunk["span"], chunk["meta"].get("page")
         click.echo(
-            f"  chunk {chunk['ordinal']}: lines {span['line_start']}-{span['line_end']}, "
+            f"  chunk {chunk['ordinal']}: {f'page {page}, ' if page is not None else ''}"
+            f"lines {span['line_start']}-{span['line_end']}, "
             f"chars {span['char_start']}-{span['char_end']}  {' > '.join(chunk['heading_path'])}"
         )
+
+
+def listing(value: View) -> None:
+    """Documents (views.listing): a line each, then how many there are under the prefix."""
+    documents, prefix = value["documents"], value["prefix"]
+    if documents:
+        wide = min(80, max(len(d["uri"]) for d in documents))
+        click.echo(f"{'updated (UTC)':<16}  {'kind':<12}  chunks  {'uri':<{wide}}  title")
+    for d in documents:
+        when = f"{d['updated_at'][:10]} {d['updated_at'][11:16]}"
+        click.echo(f"{when}  {d['kind']:<12}  {d['chunks']:>6}  {d['uri']:<{wide}}  {d['title']}")
+    under = f" under {prefix}" if prefix else ""
+    shown = (
+        f", the first {len(documents):,} shown (--limit)" if value["total"] > len(documents) else ""
+    )
+    click.echo(f"{_count(value['total'], 'document')}{under}{shown}")
+
+
+def sources(value: View) -> None:
+    """Sources (views.sources): a line each, then the files each could not read last time."""
+    found = value["sources"]
+    if not found:
+        click.echo("no sources: add one with `nexusbrain sources add FOLDER`")
+        return
+    wide = max(4, *(len(s["name"]) for s in found))
+    click.echo(
+        f"{'name':<{wide}}  {'files':>6}  {'chunks':>7}  {'last sync (UTC)':<16}  errors  root"
+    )
+    for s in found:
+        when = f"{s['synced_at'][:10]} {s['synced_at'][11:16]}" if s["synced_at"] else "never"
+        click.echo(
+            f"{s['name']:<{wide}}  {s['files']:>6,}  {s['chunks']:>7,}  {when:<16}  "
+            f"{len(s['errors']):>6}  {s['root']}{_globs(s)}"
+        )
+    for s in found:
+        for error in s["errors"]:
+            click.echo(f"  {s['name']}: {error['path']}: {error['reason']}", err=True)
+
+
+def _globs(source: View) -> str:
+    globs = [f"+{g}" for g in source["include"]] + [f"-{g}" for g in source["exclude"]]
+    return f"  ({' '.join(globs)})" if globs else ""
+
+
+def source_sync(value: View) -> None:
+    """A source after a sync (views.source_sync): what the sync did, and what it skipped."""
+    source, sync = value["source"], value["sync"]
+    click.echo(
+        f"{source['name']} ({source['root']}): {sync['added']} added, {sync['updated']} updated,"
+        f" {sync['unchanged']} unchanged, {sync['deleted']} deleted, now"
+        f" {_count(source['files'], 'file')} and {_count(source['chunks'], 'chunk')},"
+        f" synced in {sync['seconds']:.2f}s"
+    )
+    for error in sync["errors"]:
+        click.echo(f"  skipped {error['path']}: {error['reason']}", err=True)
+
+
+def source_syncs(value: View) -> None:
+    for each in value["synced"]:
+        source_sync(each)
+    if not value["synced"]:
+        click.echo("no sources: add one with `nexusbrain sources add FOLDER`")
 
 
 def stats(value: Mapping[str, Any]) -> None:
@@ -347,12 +421,19 @@ RENDER: dict[str, Printer] = {
     ),
     "recall": lambda view, _: recall(view),
     "explain": lambda view, _: explanation(view),
-    "document": lambda view, options: document(view, options["lines"]),
+    "document": lambda view, options: document(view, options["lines"], options["chunks"]),
+    "ls": lambda view, _: listing(view),
     "add": lambda view, _: click.echo(f"{view['status']}: document {view['id']}"),
     "delete": lambda view, _: click.echo(
         f"{view['status']}: document {view['id']} ({view['uri']})"
     ),
     "stats": lambda view, _: stats(view),
+    "sources_list": lambda view, _: sources(view),
+    "sources_add": lambda view, _: source_sync(view),
+    "sources_update": lambda view, _: source_syncs(view),
+    "sources_remove": lambda view, _: click.echo(
+        f"removed {view['name']} ({view['root']}): {_count(view['retired'], 'document')} retired"
+    ),
     "ingest": lambda view, _: graph_ingest(view),
     "relations": lambda view, _: relations(view),
     "history": lambda view, _: history(view),

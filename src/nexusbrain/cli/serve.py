@@ -24,7 +24,8 @@ from nexusbrain.cli.answers import brain_of
     "folders",
     multiple=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Keep this folder ingested as its files change (repeat for more).",
+    help="Add this folder as a source (if it is not one) and keep it in sync, as every"
+    " source is; repeat for more.",
 )
 @click.option(
     "--workers",
@@ -63,17 +64,15 @@ def serve(
     from nexusbrain.api.server import run
 
     brain = brain_of(ctx, create=True)
+    for folder in folders:  # each becomes a source, if it is not one already
+        brain.sources.keep(folder)
     stop = threading.Event()
-    watchers = [
-        threading.Thread(
-            target=brain.watch_dir,
-            args=(folder,),
-            kwargs={"on_sync": render.file_changes, "stop": stop},
-            name=f"nexusbrain-watch-{n}",
-            daemon=True,
-        )
-        for n, folder in enumerate(folders)
-    ]
+    watcher = threading.Thread(  # every source, and those added while it runs
+        target=brain.sources.watch,
+        kwargs={"on_sync": render.file_changes, "stop": stop},
+        name="nexusbrain-sources",
+        daemon=True,
+    )
 
     def say_where(url: str) -> None:
         click.echo(f"nexusbrain {__version__}: serving {brain.stats().db_path} at {url}")
@@ -81,10 +80,9 @@ def serve(
         click.echo(f"  API docs  {url}/docs")
         if mcp:
             click.echo(f"  MCP       {url}/mcp")
-        for folder in folders:
-            click.echo(f"  watching  {folder.expanduser().resolve()}")
-        for watcher in watchers:
-            watcher.start()
+        for source in brain.sources.all():
+            click.echo(f"  watching  {source.source.root}")
+        watcher.start()
 
     try:
         run(
@@ -98,7 +96,7 @@ def serve(
         )
     finally:
         stop.set()
-        for watcher in watchers:
+        if watcher.is_alive():
             watcher.join(timeout=10)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -16,7 +16,7 @@ from nexusbrain.clock import Clock
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.errors import BrainError, InvalidInput, MissingExtra
 from nexusbrain.ingest.documents import Prepared, content_hash, decode_utf8, prepare_markdown
-from nexusbrain.ingest.files import FileProblem, scan
+from nexusbrain.ingest.files import FileProblem, chosen, scan
 from nexusbrain.ingest.formats import format_of, read_file
 from nexusbrain.records import Progress, WriteResult, WriteStatus
 from nexusbrain.storage.base import DocumentStore
@@ -92,13 +92,20 @@ def ingest_directory(
     write: WriteBatch,
     retire: Retire,
     progress: Progress | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
 ) -> DirectoryReport:
     """`write` stores a batch of prepared documents in one transaction; `retire` retires
     documents by id. Both come from the caller, which may add its own work to them. A file
     whose note's graph edges lag its stored revision is written again (a duplicate write,
-    which lets `write` bring its edges up to date)."""
+    which lets `write` bring its edges up to date). With `include` or `exclude` (a source's
+    globs, files.chosen), only the files they keep are the folder's: a stored document of
+    another is retired."""
     started = clock()
     found = scan(root)
+    if include or exclude:
+        kept = [p for p in found.files if chosen(_under(p, found.root), include, exclude)]
+        found = replace(found, files=tuple(kept))
     prefix = found.root.as_posix().rstrip("/") + "/"
     stored = store.revisions_under(prefix)
     behind = store.edges_behind(prefix)
@@ -166,6 +173,10 @@ def _prepare(
     except OSError as exc:
         tally.problems.append(FileProblem(uri, f"cannot read: {exc.strerror}"))
     return None
+
+
+def _under(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
 
 
 def _chars(batch: list[tuple[Path, Prepared]]) -> int:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
 
 from nexusbrain.errors import InvalidInput, NotFound
 from nexusbrain.ingest.formats import SUFFIXES
@@ -72,6 +74,19 @@ def scan(root: str | Path) -> Scan:
             elif entry.is_file(follow_symlinks=False) and _wanted(entry.name):
                 files.append(Path(entry.path))
     return Scan(base, tuple(sorted(files)), tuple(problems))
+
+
+def chosen(relative: str, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> bool:
+    """Whether a source's globs keep the file at `relative` (its path under the root, with
+    /): one of `include` matches it (or there are none) and none of `exclude` does. A glob
+    without a / matches the file's name at any depth ("*.md"); one with a / matches the path
+    from the root, its * crossing folders ("drafts/*": everything under drafts/)."""
+
+    def matches(glob: str) -> bool:
+        target = relative if "/" in glob else PurePosixPath(relative).name
+        return fnmatchcase(target, glob.strip("/") if "/" in glob else glob)
+
+    return (not include or any(map(matches, include))) and not any(map(matches, exclude))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from watchfiles import Change, DefaultFilter
@@ -83,3 +83,72 @@ def _sync(sync: Callable[[], DirectoryReport], on_sync: Callable[[DirectoryRepor
         log.error("could not sync the folder: %s", exc.message)
         return
     on_sync(report)
+
+
+FOLLOW_EVERY_S = 1.0  # how often the list of sources is read again while following them
+
+
+def follow_sources(
+    listed: Callable[[], Mapping[str, str]],
+    sync: Callable[[str], DirectoryReport],
+    on_sync: Callable[[DirectoryReport], None],
+    *,
+    stop: threading.Event,
+    every: float = FOLLOW_EVERY_S,
+) -> None:
+    """Follow every source `listed` names (name -> root), each as `follow` follows a folder,
+    in a thread of its own, `sync(name)` syncing it. The list is read again every `every`
+    seconds: a source added meanwhile (by another process too) is followed from then, one
+    removed or moved is let go. Returns when `stop` is set, once each thread has ended."""
+    running: dict[str, _Following] = {}
+    try:
+        while True:
+            try:
+                wanted = dict(listed())
+            except BrainError as exc:
+                log.error("could not read the sources: %s", exc.message)
+                wanted = {name: following.root for name, following in running.items()}
+            for name in [n for n, f in running.items() if wanted.get(n) != f.root]:
+                running.pop(name).end()
+            for name, root in wanted.items():
+                if name not in running:
+                    running[name] = _Following(name, root, sync, on_sync)
+            if stop.wait(every):
+                return
+    finally:
+        for following in running.values():
+            following.end()
+
+
+class _Following:
+    """One source followed in a thread of its own until `end`."""
+
+    def __init__(
+        self,
+        name: str,
+        root: str,
+        sync: Callable[[str], DirectoryReport],
+        on_sync: Callable[[DirectoryReport], None],
+    ) -> None:
+        self.root = root
+        self.stop = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(name, sync, on_sync), name=f"nexusbrain-source-{name}"
+        )
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _run(
+        self,
+        name: str,
+        sync: Callable[[str], DirectoryReport],
+        on_sync: Callable[[DirectoryReport], None],
+    ) -> None:
+        try:
+            follow(self.root, lambda: sync(name), on_sync, stop=self.stop)
+        except BrainError as exc:  # its folder is gone: it stays unfollowed until it changes
+            log.error("cannot follow the source %r: %s", name, exc.message)
+
+    def end(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)

@@ -175,13 +175,20 @@ class Handlers:
         return ReadResourceResult(contents=[_resource(str(params.uri), document)])
 
 
+# What a document's content is, by kind: markdown notes and memories are markdown; the rest is
+# plain text (a conversation's turns; the text taken out of an HTML page or a PDF; a text, rst,
+# AsciiDoc or source file as it is), whatever the file it came from was.
+_MARKDOWN = frozenset({DocumentKind.MARKDOWN, DocumentKind.MEMORY})
+
+
 def _resource(uri: str, document: Document) -> TextResourceContents:
-    markdown = document.kind is not DocumentKind.CONVERSATION
+    markdown = document.kind in _MARKDOWN
+    meta = {"title": document.title, "revision": document.revision, "path": document.uri}
     return TextResourceContents(
         uri=uri,
         text=document.content,
         mime_type="text/markdown" if markdown else "text/plain",
-        _meta={"title": document.title, "revision": document.revision, "path": document.uri},
+        _meta=meta | {"kind": document.kind.value},
     )
 
 

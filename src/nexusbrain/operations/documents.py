@@ -34,7 +34,23 @@ def document(
     if line_start is None and line_end is None:
         return view
     start, end = _lines(found, line_start or 1, line_end)
-    return view | views.document_lines(found, start, end)
+    return view | views.document_lines(found, start, end, _pages(brain, found, start, end))
+
+
+def _pages(brain: Brain, document: Document, start: int, end: int) -> list[int]:
+    """The pages lines `start` to `end` of a paged document (a PDF) are on; none for others."""
+    from nexusbrain import views
+    from nexusbrain.summaries import pages_of_lines
+
+    if "pages" not in document.metadata:
+        return []
+    return pages_of_lines([views.chunk(c) for c in brain.document_chunks(document.id)], start, end)
+
+
+def chunks_for_lines(given: Mapping[str, Any]) -> dict[str, Any]:
+    """`get --lines` asks for the chunks too: the printer names the pages of the lines from
+    them (a PDF's), and lists them only with --chunks."""
+    return {"chunks": bool(given.get("chunks")) or given.get("lines") is not None}
 
 
 def _lines(document: Document, start: int, end: int | None) -> tuple[int, int]:
@@ -75,6 +91,13 @@ def delete(brain: Brain, *, ref: str) -> View:
 
 def delete_document(brain: Brain, *, document_id: int) -> View:
     return _retire(brain, brain.get_document(document_id))
+
+
+def ls(brain: Brain, *, prefix: str, limit: int) -> View:
+    from nexusbrain import views
+
+    total, found = brain.list_documents(prefix, limit=limit)
+    return views.listing(prefix, total, found)
 
 
 def id_or_path(given: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,6 +149,7 @@ DOCUMENT = Operation(
           nexusbrain get 12 --lines 10-20
           nexusbrain get ~/notes/deploy.md --chunks
         """,
+        adapt=chunks_for_lines,
     ),
     remote=ByReference("get_document", "find_document"),
 )
@@ -183,8 +207,48 @@ DELETE_DOCUMENT = Operation(
     ),
 )
 
+LS = Operation(
+    "ls",
+    ls,
+    (
+        Arg(
+            "prefix",
+            default="",
+            help="only documents whose uri starts with this (a folder's path; memory:)",
+            cli=Positional(),
+        ),
+        Arg(
+            "limit",
+            Kind.INT,
+            default=1000,
+            schema={"minimum": 1},
+            help="list at most this many, by uri",
+            cli=Option(("--limit",), "List at most this many, by uri.", show_default=True),
+        ),
+    ),
+    http=Http("GET", "/ls", "documents", "ListingOut"),
+    mcp=Tool(
+        "list_documents",
+        "List documents",
+        "The documents stored, or those whose uri starts with a prefix (a folder's path;"
+        " memory: for memories): each one's uri, title, kind, chunks and last update.",
+    ),
+    cli=Command(
+        "ls",
+        """List the documents stored, or those whose uri starts with PREFIX: when each was
+        last updated, its kind, its chunks, its uri and its title.
+
+        \b
+        Example:
+          nexusbrain ls ~/notes/projects
+          nexusbrain ls memory: --json
+        """,
+    ),
+)
+
 OPERATIONS = (
     DOCUMENT,
+    LS,
     FIND_DOCUMENT,
     GET_DOCUMENT,
     DOCUMENT_HISTORY,

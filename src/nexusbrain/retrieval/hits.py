@@ -43,14 +43,22 @@ def build_hits(
                 heading_path=chunk.heading_path,
                 trace=trace,
                 also_in=tuple(_copy(*found[c]) for c in copies.get(chunk_id, ()) if c in found),
+                page=page_of(chunk),
             )
         )
     return hits
 
 
+def page_of(chunk: Chunk) -> int | None:
+    """The page a chunk lies on: a PDF's chunks each keep theirs in `meta` (ingest/formats/
+    pdf.py); other chunks have none."""
+    page = chunk.meta.get("page")
+    return page if isinstance(page, int) else None
+
+
 def _copy(chunk: Chunk, head: DocumentHead) -> Copy:
     span = (chunk.char_start, chunk.char_end, chunk.line_start, chunk.line_end)
-    return Copy(chunk.id, head.id, head.uri, *span)
+    return Copy(chunk.id, head.id, head.uri, *span, page=page_of(chunk))
 
 
 def with_neighbours(store: DocumentStore, hits: Sequence[Hit], n: int) -> list[Hit]:
@@ -86,4 +94,5 @@ def _neighbour(hit: Hit, chunk: Chunk) -> Hit:
         line_end=chunk.line_end,
         heading_path=chunk.heading_path,
         trace=Trace(retrievers=(), context=f"neighbour of chunk {hit.chunk_id}"),
+        page=page_of(chunk),
     )

@@ -6,6 +6,7 @@ brain depend on these, never on an engine; `storage.open(url)` builds one backen
     │                              blobs by (model, text hash), captures, stats, export/import
     ├── graph      GraphStore      entities and bitemporal relationships (graph_base.py)
     ├── lexical    LexicalIndex    BM25 over the chunks' text, heading path and context
+    ├── sources    SourceStore     the named folders kept in sync, and their last syncs
     ├── dense_index(model, dim)    a DenseIndex over one model's vectors
     └── unit_of_work()             one transaction for a document write and its note edges
 
@@ -35,9 +36,11 @@ from nexusbrain.records import (
     DocumentDraft,
     DocumentHead,
     ImportResult,
+    ListedDocument,
     Progress,
     Scored,
     SearchFilters,
+    Source,
     StoreStats,
     VectorBatch,
     WriteResult,
@@ -108,6 +111,11 @@ class DocumentStore(DocumentWrites, Protocol):
         ...
 
     def find_document(self, uri: str) -> Document | None: ...
+
+    def list_documents(self, uri_prefix: str, limit: int) -> tuple[int, list[ListedDocument]]:
+        """How many live documents' uris start with the prefix, and the first `limit` of them
+        by uri (compared bytewise)."""
+        ...
 
     def revisions_under(self, uri_prefix: str) -> Mapping[str, str]:
         """uri -> revision of every live document whose uri starts with the prefix."""
@@ -268,6 +276,28 @@ class DenseIndex(Protocol):
     def close(self) -> None: ...
 
 
+class SourceStore(Protocol):
+    """The named folders kept in sync (records.Source), by name. Each write is a transaction."""
+
+    def sources(self) -> list[Source]:
+        """Every source, by name."""
+        ...
+
+    def source(self, name: str) -> Source | None: ...
+
+    def add_source(self, source: Source, now: datetime) -> None:
+        """Raises Conflict when a source has its name or its root already."""
+        ...
+
+    def record_sync(self, name: str, at: datetime, problems: Sequence[tuple[str, str]]) -> None:
+        """A sync of the source ended at `at`, skipping these files (path, reason)."""
+        ...
+
+    def remove_source(self, name: str) -> None:
+        """Raises NotFound for a name no source has."""
+        ...
+
+
 class Backend(Protocol):
     """The parts of one storage backend."""
 
@@ -279,6 +309,9 @@ class Backend(Protocol):
 
     @property
     def lexical(self) -> LexicalIndex: ...
+
+    @property
+    def sources(self) -> SourceStore: ...
 
     def dense_index(
         self, model: str, dim: int, *, centre: bool, reference: Vector | None = None

@@ -24,6 +24,7 @@ from nexusbrain.storage.postgres.store import PostgresStore
 from nexusbrain.storage.postgres.url import PostgresUrl
 from nexusbrain.storage.postgres.writes import PostgresWork
 from nexusbrain.storage.sql.graph import SQLGraphStore
+from nexusbrain.storage.sql.sources import SQLSourceStore
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
 
@@ -50,6 +51,7 @@ class PostgresBackend:
         self.db = Database(url, config, vector)
         self.documents = PostgresStore(self.db)
         self.graph = SQLGraphStore(self.db)
+        self.sources = SQLSourceStore(self.db)
         self.lexical = PostgresLexicalIndex(self.db, lexical)
         self.compactor = Compactor(self.db, self.lexical.live)
         self.compactor.start()

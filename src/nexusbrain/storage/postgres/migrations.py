@@ -246,6 +246,22 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (9, SCHEMA_9),
     # as SQLite's 10: each chunk's near-duplicate signature (storage/signature.py)
     (10, "ALTER TABLE chunks ADD COLUMN signature bigint"),
+    # as SQLite's 11: the named folders kept in sync (storage/sql/sources.py)
+    (
+        11,
+        """
+        CREATE TABLE sources (
+            name text PRIMARY KEY,
+            root text NOT NULL UNIQUE,
+            include text NOT NULL DEFAULT '[]',
+            exclude text NOT NULL DEFAULT '[]',
+            domain text,
+            created_at timestamptz NOT NULL,
+            synced_at timestamptz,
+            problems text NOT NULL DEFAULT '[]'
+        )
+        """,
+    ),
 )
 LATEST = max(version for version, _ in MIGRATIONS)
 

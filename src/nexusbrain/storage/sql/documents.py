@@ -19,6 +19,7 @@ from nexusbrain.records import (
     Document,
     DocumentHead,
     DocumentKind,
+    ListedDocument,
     SearchFilters,
 )
 from nexusbrain.storage.exchange import HEADING_SEP
@@ -101,6 +102,23 @@ class DocumentReads:
 
     def find_document(self, uri: str) -> Document | None:
         return _document_where(self.db, "uri", uri)
+
+    def list_documents(self, uri_prefix: str, limit: int) -> tuple[int, list[ListedDocument]]:
+        prefix, params = self.d.prefix("d.uri", uri_prefix)
+        live = f"FROM documents d WHERE {prefix} AND d.deleted_at IS NULL"
+        query = (
+            "SELECT d.id, d.uri, d.title, d.kind, d.updated_at,"
+            f" (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) {live}"
+            f" ORDER BY d.uri{self.d.text_order} LIMIT ?"
+        )
+        with self.db.read() as conn:
+            total = conn.execute(self.d.sql(f"SELECT count(*) {live}"), params).fetchone()[0]
+            rows = conn.execute(self.d.sql(query), [*params, limit]).fetchall()
+        listed = [
+            ListedDocument(r[0], r[1], r[2], DocumentKind(r[3]), r[5], self.d.time_value(r[4]))
+            for r in rows
+        ]
+        return int(total), listed
 
     def revisions_under(self, uri_prefix: str) -> Mapping[str, str]:
         prefix, params = self.d.prefix("uri", uri_prefix)

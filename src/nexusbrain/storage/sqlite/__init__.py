@@ -11,6 +11,7 @@ from nexusbrain.config import LexicalConfig, StorageConfig
 from nexusbrain.errors import NotFound
 from nexusbrain.storage.base import Vector
 from nexusbrain.storage.sql.graph import SQLGraphStore
+from nexusbrain.storage.sql.sources import SQLSourceStore
 from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex
 from nexusbrain.storage.sqlite.store import SQLiteStore
 from nexusbrain.storage.sqlite.writes import SQLiteWork
@@ -43,6 +44,7 @@ class SQLiteBackend:
         self.path = path
         self.documents = SQLiteStore(path, config)
         self.graph = SQLGraphStore(self.documents.db)
+        self.sources = SQLSourceStore(self.documents.db)
         self.lexical = SQLiteLexicalIndex(self.documents.db.connection, lexical)
 
     def dense_index(

@@ -183,6 +183,23 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     # each chunk's near-duplicate signature (storage/signature.py), set by every write from
     # now on; a chunk stored before has none, and a search works its signature out from its text
     (10, "ALTER TABLE chunks ADD COLUMN signature INTEGER;"),
+    # the named folders kept in sync (`sources add`, storage/sql/sources.py); their documents
+    # are found by the root's prefix, so a source's row holds only itself and its last sync
+    (
+        11,
+        """
+        CREATE TABLE sources (
+            name TEXT PRIMARY KEY,
+            root TEXT NOT NULL UNIQUE,
+            include TEXT NOT NULL DEFAULT '[]',
+            exclude TEXT NOT NULL DEFAULT '[]',
+            domain TEXT,
+            created_at TEXT NOT NULL,
+            synced_at TEXT,
+            problems TEXT NOT NULL DEFAULT '[]'
+        );
+        """,
+    ),
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)

@@ -1,5 +1,7 @@
 /* The document page: the whole text with the chosen chunk's span highlighted and scrolled
-   into view, its chunks and its revisions. */
+   into view, its chunks and its revisions. Markdown is shown rendered (its source a button
+   away); every other kind as the text stored, which for a PDF or an HTML page is the text
+   taken out of the file: a span's characters point into it, and a PDF's span names its page. */
 "use strict";
 
 (() => {
@@ -8,6 +10,15 @@
   const status = document.getElementById("doc-status");
   const id = root.dataset.id;
   const chunkId = root.dataset.chunk ? Number(root.dataset.chunk) : null;
+  // The kinds whose text is markdown (a conversation's turns are written as markdown too).
+  const MARKDOWN = new Set(["markdown", "memory", "conversation"]);
+  const EXTRACTED = new Set(["pdf", "html"]);
+
+  /** "Page 4, lines 40–52" (a PDF's chunk), else "Lines 40–52". */
+  function where(chunk) {
+    const lines = `${chunk.span.line_start}–${chunk.span.line_end}`;
+    return chunk.meta && chunk.meta.page != null ? `Page ${chunk.meta.page}, lines ${lines}` : `Lines ${lines}`;
+  }
 
   /** UTF-16 positions of code point offsets (the API counts code points, as Python does). */
   function utf16(text, points) {
@@ -30,6 +41,8 @@
       ["Path", h("code", {}, doc.uri)],
       ["Revision", h("code", {}, doc.revision)],
       ["Kind", doc.kind], ["Domain", doc.domain],
+      ...(doc.metadata.pages != null ? [["Pages", String(doc.metadata.pages)]] : []),
+      ...(doc.metadata.language ? [["Language", doc.metadata.language]] : []),
       ["Updated", NB.when(doc.updated_at)], ["Created", NB.when(doc.created_at)],
     ];
     if (doc.deleted_at) rows.push(["Retired", h("span", { class: "error" }, NB.when(doc.deleted_at))]);
@@ -68,7 +81,7 @@
     const [start, end] = utf16(doc.content, [chunk.span.char_start, chunk.span.char_end]);
     const mark = h("mark", {
       id: "source-span", class: "span", tabindex: "-1",
-      "aria-label": `Lines ${chunk.span.line_start} to ${chunk.span.line_end}, the chosen span`,
+      "aria-label": `${where(chunk).replace("–", " to ")}, the chosen span`,
     }, doc.content.slice(start, end));
     pre.replaceChildren(doc.content.slice(0, start), mark, doc.content.slice(end));
     return mark;
@@ -102,13 +115,28 @@
     return words.length > 90 ? `${words.slice(0, 90)}…` : words;
   }
 
+  function plainPreview(text) {
+    const words = text.slice(0, 400).split(/\s+/).join(" ").trim();
+    return words.length > 90 ? `${words.slice(0, 90)}…` : words;
+  }
+
+  /** A document that is not markdown: its stored text as it is, the span's characters marked. */
+  function plain(doc, chunk) {
+    document.getElementById("content").hidden = true;
+    document.getElementById("source").hidden = false;
+    document.getElementById("content-heading").textContent = EXTRACTED.has(doc.kind)
+      ? `Text taken from the ${doc.kind === "pdf" ? "PDF" : "page"}` : "Content";
+    return source(doc, chunk);
+  }
+
   function chunkList(doc, chosen) {
     return doc.chunks.map((c) => {
       const link = `?${new URLSearchParams({ chunk: c.id, q: root.dataset.q })}`;
-      const where = `Lines ${c.span.line_start}–${c.span.line_end}${c.heading_path.length ? ` · ${c.heading_path.join(" › ")}` : ""}${c.unit ? ` · ${c.unit}` : ""}`;
+      const label = `${where(c)}${c.heading_path.length ? ` · ${c.heading_path.join(" › ")}` : ""}${c.unit ? ` · ${c.unit}` : ""}`;
+      const markdown = MARKDOWN.has(doc.kind);
       return h("li", {},
-        h("a", { href: link, "aria-current": chosen && c.id === chosen.id ? "true" : false }, where),
-        h("span", { class: "preview" }, preview(c.text)));
+        h("a", { href: link, "aria-current": chosen && c.id === chosen.id ? "true" : false }, label),
+        h("span", { class: "preview" }, markdown ? preview(c.text) : plainPreview(c.text)));
     });
   }
 
@@ -136,10 +164,15 @@
       const rows = historyRows(history.revisions);
       document.querySelector("#history tbody").replaceChildren(...(rows.length ? rows
         : [h("tr", {}, h("td", { class: "empty", colspan: 3 }, "No revisions recorded."))]));
-      const mark = rendered(doc, chunk);
-      if (doc.content.trim()) toggleSource(mark, source(doc, chunk));
+      let mark;
+      if (MARKDOWN.has(doc.kind)) {
+        mark = rendered(doc, chunk);
+        if (doc.content.trim()) toggleSource(mark, source(doc, chunk));
+      } else {
+        mark = plain(doc, chunk);
+      }
       status.textContent = chunk
-        ? `Showing lines ${chunk.span.line_start}–${chunk.span.line_end} of ${doc.chunks.length} chunk${doc.chunks.length === 1 ? "" : "s"}.`
+        ? `Showing ${where(chunk).toLowerCase()} of ${doc.chunks.length} chunk${doc.chunks.length === 1 ? "" : "s"}.`
         : chunkId ? "That chunk is no longer part of this revision." : "";
       show(mark);
     } catch (error) {

@@ -126,6 +126,7 @@
         h("code", { class: "path" }, hit.uri),
         hit.unit ? ` · ${hit.unit}` : "",
         " · revision ", h("code", { title: hit.revision }, hit.revision.slice(0, 12)),
+        hit.page != null ? ` · page ${hit.page}` : "",
         ` · lines ${span.line_start}–${span.line_end}`,
         hit.heading_path.length ? ` · ${hit.heading_path.join(" › ")}` : "",
         " · ", h("span", { class: "rank", title: `fused score ${NB.number(hit.score, 4)} (${hit.trace.fusion_method || "one list"})` }, rankText(hit))),
@@ -140,7 +141,8 @@
     if (!hit.also_in || !hit.also_in.length) return "";
     const places = hit.also_in.map((c) => {
       const href = `/app/doc/${c.document_id}?${new URLSearchParams({ chunk: c.chunk_id, q: params.q, mode: params.mode || "" })}`;
-      return h("li", {}, h("a", { href }, `${c.uri}:${c.span.line_start}–${c.span.line_end}`));
+      const page = c.page != null ? `, page ${c.page}` : "";
+      return h("li", {}, h("a", { href }, `${c.uri}:${c.span.line_start}–${c.span.line_end}${page}`));
     });
     return h("div", { class: "also-in" }, "Also in: ", h("ul", { class: "inline" }, places));
   }
