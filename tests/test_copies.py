@@ -11,7 +11,9 @@ import pytest
 
 from nexusbrain.brain import Brain
 from nexusbrain.config import Profile, Settings
+from nexusbrain.records import SearchMode
 from nexusbrain.retrieval.explain import Verdict
+from nexusbrain.retrieval.modes import preset
 
 from .conftest import LiveServer
 
@@ -86,6 +88,8 @@ def test_k_counts_distinct_texts_and_copies_can_be_kept(brain: Brain) -> None:
     assert sum(h.uri.endswith("README.md") for h in distinct) == 1
     assert sum(h.uri.endswith("README.md") for h in every) == 3
     assert all(not h.also_in for h in every)
+    kept = preset(SearchMode.BALANCED, k=4, distinct=False)  # a config's choice stands
+    assert [h.chunk_id for h in brain.search(query, config=kept)] == [h.chunk_id for h in every]
     recalled = brain.recall(query, k=4, budget_tokens=2000)
     assert sum(h.uri.endswith("README.md") for h in recalled.hits) == 1
 

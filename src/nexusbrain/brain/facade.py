@@ -270,13 +270,13 @@ class Brain:
         best_per_document: bool = False,
         mode: SearchMode | str = SearchMode.BALANCED,
         config: SearchConfig | None = None,
-        distinct: bool = True,
+        distinct: bool | None = None,
     ) -> list[Hit]:
         """The best chunks for a natural-language query, each with its trace. `k` defaults
         to the mode's and counts distinct texts: a text stored in several places is one hit
-        that lists the others (`Hit.also_in`), unless `distinct` is false. `config` replaces
-        the mode's preset (evaluation and tuning). Raises InvalidInput for an empty or
-        overlong query, a bad k or an unknown mode."""
+        that lists the others (`Hit.also_in`), unless `distinct` is false (None: as the mode or
+        `config` says). `config` replaces the mode's preset (evaluation and tuning). Raises
+        InvalidInput for an empty or overlong query, a bad k or an unknown mode."""
         started = time.perf_counter()
         chosen = _distinct(config or PRESETS[parse_mode(mode)], distinct)
         hits = self._search(query, chosen.k if k is None else k, filters, best_per_document, chosen)
@@ -309,7 +309,7 @@ class Brain:
         filters: SearchFilters | None = None,
         mode: SearchMode | str = SearchMode.BALANCED,
         graph: bool | None = None,
-        distinct: bool = True,
+        distinct: bool | None = None,
     ) -> Recall:
         """The best hits, in rank order, that fit within the token budget (the mode's by
         default). `tokenmax` also brings each hit's neighbouring chunks as context. With
@@ -355,7 +355,7 @@ class Brain:
         filters: SearchFilters | None = None,
         mode: SearchMode | str = SearchMode.BALANCED,
         best_per_document: bool = False,
-        distinct: bool = True,
+        distinct: bool | None = None,
     ) -> Explanation:
         """Where a document (by id, uri or path) ranked for this query, from the very search
         `search` runs with the same arguments: its place among the hits and the chunk that
@@ -483,8 +483,10 @@ def _dense_index(backend: Backend, embedder: Embedder, settings: Settings) -> De
     return backend.dense_index(embedder.model_id, embedder.dim, centre=centre, reference=reference)
 
 
-def _distinct(config: SearchConfig, distinct: bool) -> SearchConfig:
-    return config if config.distinct == distinct else replace(config, distinct=distinct)
+def _distinct(config: SearchConfig, distinct: bool | None) -> SearchConfig:
+    if distinct is None or config.distinct == distinct:
+        return config
+    return replace(config, distinct=distinct)
 
 
 def parse_mode(mode: SearchMode | str) -> SearchMode:
