@@ -49,13 +49,21 @@ class WriteStatus(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Document:
+class DocumentHead:
+    """A document without its content: what a hit needs to cite its source."""
+
     id: int
     uri: str
     title: str
     domain: str
     kind: DocumentKind
     revision: str
+
+
+@dataclass(frozen=True, slots=True)
+class Document(DocumentHead):
+    """A document: its head, then what it holds and when it was written (and retired)."""
+
     content: str
     metadata: Mapping[str, Any]
     created_at: datetime
@@ -98,18 +106,6 @@ class SourceStatus:
     source: Source
     files: int
     chunks: int
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentHead:
-    """A document without its content: what a hit needs to cite its source."""
-
-    id: int
-    uri: str
-    title: str
-    domain: str
-    kind: DocumentKind
-    revision: str
 
 
 @dataclass(frozen=True, slots=True)
