@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from nexusbrain.brain.admin import Admin
 from nexusbrain.cli.answers import brain_of
 from nexusbrain.cli.commands import emit, json_option
 from nexusbrain.config import HNSW_BUILD_MEMORY, HNSW_EF_CONSTRUCTION, HNSW_M
+
+if TYPE_CHECKING:
+    from nexusbrain.brain.admin import Admin
 
 
 @click.group("dense-index")
@@ -55,9 +57,9 @@ def _say(value: dict[str, Any], as_json: bool, after: str = "") -> None:
         click.echo(_dense_line(value) + after)
 
 
-def _show_after(name: str, doc: str, call: Callable[[Admin], dict[str, Any]]) -> None:
-    """The command `name`, which makes one call to the brain's admin and shows the index's
-    status it answers; `doc` is its help, before the example."""
+def _status_command(name: str, doc: str, call: Callable[[Admin], dict[str, Any]]) -> None:
+    """The command `name`: one call to the brain's admin, whose answer is the index's status,
+    shown. `doc` is its help, before the example."""
     example = f"nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index {name}"
 
     @dense_index.command(name, help=f"{doc}\n\n\b\nExample:\n  {example}\n")
@@ -67,15 +69,15 @@ def _show_after(name: str, doc: str, call: Callable[[Admin], dict[str, Any]]) ->
         _say(call(brain_of(ctx).admin), as_json)
 
 
-_show_after(
+_status_command(
     "status",
     "Whether the brain's model has an HNSW index, and what this process searches with.",
-    Admin.dense_index_status,
+    lambda admin: admin.dense_index_status(),
 )
-_show_after(
+_status_command(
     "drop",
     "Drop the brain's HNSW index: replicas started after it keep the vectors in memory.",
-    Admin.drop_dense_index,
+    lambda admin: admin.drop_dense_index(),
 )
 
 

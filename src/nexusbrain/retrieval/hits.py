@@ -91,8 +91,8 @@ def with_neighbours(store: DocumentStore, hits: Sequence[Hit], n: int) -> list[H
 
 
 def _neighbour(hit: Hit, chunk: Chunk) -> Hit:
-    """`chunk` as a hit beside `hit`: the same document and rank, no score of its own. It
-    keeps the hit's `also_in`, as it always has."""
+    """`chunk` as a hit beside `hit`: the same document, rank and `also_in`, no score of its
+    own."""
     head = DocumentHead(hit.document_id, hit.uri, hit.title, hit.domain, hit.kind, hit.revision)
     trace = Trace(retrievers=(), context=f"neighbour of chunk {hit.chunk_id}")
     return _hit(hit.rank, 0.0, chunk, head, trace, hit.also_in)
