@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 
 from nexusbrain.ingest.chunking import (
     ChunkingConfig,
-    ChunkSpan,
     chunk_markdown,
     iter_headings,
     iter_markup,
 )
+from nexusbrain.records import ChunkDraft
 
 Row = tuple[int, int, int, int, tuple[str, ...]]
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -38,7 +38,7 @@ def test_empty_and_whitespace_only_input_give_no_chunks() -> None:
 
 def test_single_paragraph_is_trimmed() -> None:
     assert chunk_markdown("\n  Hello world.  \n\n") == [
-        ChunkSpan(0, 3, 15, 2, 2, (), "Hello world.")
+        ChunkDraft(0, 3, 15, 2, 2, (), "Hello world.")
     ]
 
 

@@ -49,13 +49,21 @@ class WriteStatus(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Document:
+class DocumentHead:
+    """A document without its content: what a hit needs to cite its source."""
+
     id: int
     uri: str
     title: str
     domain: str
     kind: DocumentKind
     revision: str
+
+
+@dataclass(frozen=True, slots=True)
+class Document(DocumentHead):
+    """A document: its head, then what it holds and when it was written (and retired)."""
+
     content: str
     metadata: Mapping[str, Any]
     created_at: datetime
@@ -101,18 +109,6 @@ class SourceStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class DocumentHead:
-    """A document without its content: what a hit needs to cite its source."""
-
-    id: int
-    uri: str
-    title: str
-    domain: str
-    kind: DocumentKind
-    revision: str
-
-
-@dataclass(frozen=True, slots=True)
 class Chunk:
     id: int
     document_id: int
@@ -144,18 +140,21 @@ class DocumentDraft:
 
 @dataclass(frozen=True, slots=True)
 class ChunkDraft:
-    """A chunk about to be written, its span already cut from the draft's content."""
+    """A chunk about to be written, its span already cut from the draft's content: what
+    chunking (ingest/chunking.py, ingest/formats/) makes of a text."""
 
-    ordinal: int
-    char_start: int
-    char_end: int
-    line_start: int
-    line_end: int
-    heading_path: tuple[str, ...]
-    text: str
+    ordinal: int  # 0-based, in document order
+    char_start: int  # offset into the content
+    char_end: int  # exclusive
+    line_start: int  # 1-based line of char_start
+    line_end: int  # 1-based line of the chunk's last character
+    heading_path: tuple[str, ...]  # enclosing heading texts, outermost first
+    text: str  # == content[char_start:char_end]
     unit: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
-    context: str = ""  # indexed with the chunk (at a lower weight) but not part of its span
+    # indexed with the chunk (at a lower weight) but not part of its span: the visible words
+    # of navigation blocks beside it (chunking's rule 6)
+    context: str = ""
     text_hash: str | None = None  # of the text as embedded; set by the vector step
 
 

@@ -15,8 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from nexusbrain.records import (
     DenseCoverage,
+    DocumentHead,
     DocumentKind,
     FusionContribution,
+    Hit,
     ImportResult,
     RerankChange,
     RetireReason,
@@ -31,14 +33,18 @@ class Out(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-def mirror(record: type, name: str, doc: str | None = None, **meanings: str) -> type[Out]:
+def mirror(
+    record: type, name: str, doc: str | None = None, *, until: str | None = None, **meanings: str
+) -> type[Out]:
     """The model of a view that is `record` field for field, every field present (views.py
-    writes it with asdict, or by the same names), each described by its meaning if given."""
+    writes it with asdict, or by the same names), each described by its meaning if given.
+    With `until`, only the record's fields up to that one: the start of a view that goes on
+    with fields of its own (a subclass declares them)."""
     hints = typing.get_type_hints(record)
-    fields: dict[str, Any] = {
-        f.name: (hints[f.name], Field(description=meanings.get(f.name)))
-        for f in dataclasses.fields(record)
-    }
+    names = [f.name for f in dataclasses.fields(record)]
+    if until is not None:
+        names = names[: names.index(until) + 1]
+    fields: dict[str, Any] = {n: (hints[n], Field(description=meanings.get(n))) for n in names}
     model: type[Out] = create_model(name, __base__=Out, __doc__=doc, **fields)
     return model
 
@@ -63,6 +69,8 @@ if TYPE_CHECKING:
     RerankOut = Out
     DenseCoverageOut = Out
     ListPositionOut = Out
+    DocumentHeadOut = Out
+    HitHeadOut = Out
 else:
     ImportOut = mirror(
         ImportResult,
@@ -89,6 +97,10 @@ else:
     ListPositionOut = mirror(
         ListPosition, "ListPositionOut", rank="null: not in that list, to the search's depth"
     )
+    # The starts of two views that go on with fields of their own: bases, not answers, so
+    # deleted once the views are declared (the OpenAPI document lists this module's models).
+    DocumentHeadOut = mirror(DocumentHead, "DocumentHeadOut")
+    HitHeadOut = mirror(Hit, "HitHeadOut", until="unit")
 
 
 # system
@@ -198,17 +210,7 @@ class TraceOut(Out):
     )
 
 
-class HitOut(Out):
-    rank: int
-    score: float
-    chunk_id: int
-    document_id: int
-    uri: str
-    title: str
-    domain: str
-    kind: DocumentKind
-    revision: str
-    unit: str | None
+class HitOut(HitHeadOut):
     heading_path: list[str]
     span: SpanOut
     page: int | None = Field(description="the PDF page the span is on (from 1); null otherwise")
@@ -321,19 +323,16 @@ class ChunkOut(Out):
     text: str
 
 
-class DocumentOut(Out):
-    id: int
-    uri: str
-    title: str
-    domain: str
-    kind: DocumentKind
-    revision: str
+class DocumentOut(DocumentHeadOut):
     metadata: dict[str, Any]
     created_at: str
     updated_at: str
     deleted_at: str | None
     content: str
     chunks: list[ChunkOut] = Field(default=[], description="with chunks=true")
+
+
+del DocumentHeadOut, HitHeadOut  # bases of HitOut and DocumentOut, not answers
 
 
 class ListedOut(Out):

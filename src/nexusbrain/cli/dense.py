@@ -5,13 +5,17 @@ settings its defaults come from."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from nexusbrain.cli.answers import brain_of
 from nexusbrain.cli.commands import emit, json_option
 from nexusbrain.config import HNSW_BUILD_MEMORY, HNSW_EF_CONSTRUCTION, HNSW_M
+
+if TYPE_CHECKING:
+    from nexusbrain.brain.admin import Admin
 
 
 @click.group("dense-index")
@@ -53,17 +57,28 @@ def _say(value: dict[str, Any], as_json: bool, after: str = "") -> None:
         click.echo(_dense_line(value) + after)
 
 
-@dense_index.command("status")
-@json_option
-@click.pass_context
-def dense_status(ctx: click.Context, as_json: bool) -> None:
-    """Whether the brain's model has an HNSW index, and what this process searches with.
+def _status_command(name: str, doc: str, call: Callable[[Admin], dict[str, Any]]) -> None:
+    """The command `name`: one call to the brain's admin, whose answer is the index's status,
+    shown. `doc` is its help, before the example."""
+    example = f"nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index {name}"
 
-    \b
-    Example:
-      nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index status
-    """
-    _say(brain_of(ctx).admin.dense_index_status(), as_json)
+    @dense_index.command(name, help=f"{doc}\n\n\b\nExample:\n  {example}\n")
+    @json_option
+    @click.pass_context
+    def command(ctx: click.Context, as_json: bool) -> None:
+        _say(call(brain_of(ctx).admin), as_json)
+
+
+_status_command(
+    "status",
+    "Whether the brain's model has an HNSW index, and what this process searches with.",
+    lambda admin: admin.dense_index_status(),
+)
+_status_command(
+    "drop",
+    "Drop the brain's HNSW index: replicas started after it keep the vectors in memory.",
+    lambda admin: admin.drop_dense_index(),
+)
 
 
 @dense_index.command("build")
@@ -104,16 +119,3 @@ def dense_build(
     )
     value["seconds"] = round(time.perf_counter() - started, 1)
     _say(value, as_json, f" in {value['seconds']} s")
-
-
-@dense_index.command("drop")
-@json_option
-@click.pass_context
-def dense_drop(ctx: click.Context, as_json: bool) -> None:
-    """Drop the brain's HNSW index: replicas started after it keep the vectors in memory.
-
-    \b
-    Example:
-      nexusbrain --db 'postgresql://team@db.lan/brains?schema=team_a' dense-index drop
-    """
-    _say(brain_of(ctx).admin.drop_dense_index(), as_json)

@@ -51,6 +51,7 @@ from typing import Literal
 
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.ingest.markup import Markup, classify, visible
+from nexusbrain.records import ChunkDraft
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
@@ -67,18 +68,6 @@ _BLANK_LINES = re.compile(r"(?:\r\n|\r|\n)(?:[^\S\r\n]*(?:\r\n|\r|\n))+")
 Kind = Literal["heading", "text", "fence", "hidden", "navigation"]
 _MARKUP: dict[Markup, Kind] = {Markup.HIDDEN: "hidden", Markup.NAVIGATION: "navigation"}
 DEFAULT_CHUNKING = ChunkingConfig()
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkSpan:
-    ordinal: int  # 0-based, in document order
-    char_start: int  # offset into the original text
-    char_end: int  # exclusive
-    line_start: int  # 1-based line of char_start
-    line_end: int  # 1-based line of the chunk's last character
-    heading_path: tuple[str, ...]  # enclosing heading texts, outermost first
-    text: str  # == source[char_start:char_end]
-    context: str = ""  # the visible words of navigation blocks beside it (rule 6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +104,7 @@ class _Open:
 
 def chunk_markdown(
     text: str, config: ChunkingConfig = DEFAULT_CHUNKING, *, start: int = 0
-) -> list[ChunkSpan]:
+) -> list[ChunkDraft]:
     """The chunks of `text` from offset `start` on (offsets and lines are into all of `text`)."""
     if not 0 <= start <= len(text):
         raise ValueError(f"start={start} is outside the text (length {len(text)})")
@@ -124,7 +113,7 @@ def chunk_markdown(
 
 def chunk_blocks(
     text: str, sections: Iterable[Iterable[Block]], config: ChunkingConfig = DEFAULT_CHUNKING
-) -> list[ChunkSpan]:
+) -> list[ChunkDraft]:
     """The chunks packed from each section's blocks (in text order) by rules 2-6; no chunk
     takes in blocks of two sections (a PDF's pages). Ordinals run on across sections."""
     line_ends = [m.end() for m in _BREAK.finditer(text)]
@@ -185,7 +174,7 @@ def iter_headings(text: str, *, start: int = 0) -> Iterator[Heading]:
             yield Heading(block.level, block.path[-1], block.start)
 
 
-def _span(text: str, line_ends: Sequence[int], ordinal: int, chunk: _Open) -> ChunkSpan:
+def _span(text: str, line_ends: Sequence[int], ordinal: int, chunk: _Open) -> ChunkDraft:
     context = "\n".join(chunk.context)
     return span_of(text, line_ends, ordinal, (chunk.start, chunk.end), chunk.path, context)
 
@@ -197,11 +186,11 @@ def span_of(
     bounds: tuple[int, int],
     path: tuple[str, ...],
     context: str = "",
-) -> ChunkSpan:
+) -> ChunkDraft:
     """The chunk text[start:end] with its lines; `line_ends` are the offsets just past each
     line break of `text` (where each line after the first starts), in order."""
     start, end = bounds
-    return ChunkSpan(
+    return ChunkDraft(
         ordinal=ordinal,
         char_start=start,
         char_end=end,

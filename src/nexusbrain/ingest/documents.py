@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.errors import InvalidInput, TooLarge
-from nexusbrain.ingest.chunking import ChunkSpan, chunk_markdown
+from nexusbrain.ingest.chunking import chunk_markdown
 from nexusbrain.ingest.frontmatter import (
     FrontMatter,
     parse_front_matter,
@@ -47,27 +47,6 @@ def decode_utf8(data: bytes, name: str, max_bytes: int) -> str:
     return text
 
 
-def chunk_drafts(
-    spans: Sequence[ChunkSpan], meta: Sequence[Mapping[str, Any]] | None = None
-) -> tuple[ChunkDraft, ...]:
-    """Chunk drafts of spans, each with its meta (a PDF chunk's page) when given."""
-    metas = meta if meta is not None else [{}] * len(spans)
-    return tuple(
-        ChunkDraft(
-            ordinal=s.ordinal,
-            char_start=s.char_start,
-            char_end=s.char_end,
-            line_start=s.line_start,
-            line_end=s.line_end,
-            heading_path=s.heading_path,
-            text=s.text,
-            context=s.context,
-            meta=m,
-        )
-        for s, m in zip(spans, metas, strict=True)
-    )
-
-
 def prepare_markdown(
     text: str,
     *,
@@ -99,7 +78,7 @@ def prepare_markdown(
         content=text,
         metadata=_merged(front, metadata, uri),
     )
-    return Prepared(draft, chunk_drafts(spans), front.data)
+    return Prepared(draft, tuple(spans), front.data)
 
 
 def _merged(front: FrontMatter, metadata: Mapping[str, Any] | None, uri: str) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from nexusbrain.records import Chunk, Copy, DocumentHead, Hit, Trace
 from nexusbrain.storage.base import DocumentStore
@@ -23,30 +22,40 @@ def build_hits(
         if chunk_id not in found:
             continue
         chunk, head = found[chunk_id]
-        hits.append(
-            Hit(
-                rank=len(hits) + 1,
-                score=score,
-                chunk_id=chunk.id,
-                document_id=head.id,
-                uri=head.uri,
-                title=head.title,
-                domain=head.domain,
-                kind=head.kind,
-                revision=head.revision,
-                unit=chunk.unit,
-                text=chunk.text,
-                char_start=chunk.char_start,
-                char_end=chunk.char_end,
-                line_start=chunk.line_start,
-                line_end=chunk.line_end,
-                heading_path=chunk.heading_path,
-                trace=trace,
-                also_in=tuple(_copy(*found[c]) for c in copies.get(chunk_id, ()) if c in found),
-                page=page_of(chunk),
-            )
-        )
+        also_in = tuple(_copy(*found[c]) for c in copies.get(chunk_id, ()) if c in found)
+        hits.append(_hit(len(hits) + 1, score, chunk, head, trace, also_in))
     return hits
+
+
+def _hit(
+    rank: int,
+    score: float,
+    chunk: Chunk,
+    head: DocumentHead,
+    trace: Trace,
+    also_in: tuple[Copy, ...],
+) -> Hit:
+    return Hit(
+        rank=rank,
+        score=score,
+        chunk_id=chunk.id,
+        document_id=head.id,
+        uri=head.uri,
+        title=head.title,
+        domain=head.domain,
+        kind=head.kind,
+        revision=head.revision,
+        unit=chunk.unit,
+        text=chunk.text,
+        char_start=chunk.char_start,
+        char_end=chunk.char_end,
+        line_start=chunk.line_start,
+        line_end=chunk.line_end,
+        heading_path=chunk.heading_path,
+        trace=trace,
+        also_in=also_in,
+        page=page_of(chunk),
+    )
 
 
 def page_of(chunk: Chunk) -> int | None:
@@ -82,17 +91,8 @@ def with_neighbours(store: DocumentStore, hits: Sequence[Hit], n: int) -> list[H
 
 
 def _neighbour(hit: Hit, chunk: Chunk) -> Hit:
-    return replace(
-        hit,
-        score=0.0,
-        chunk_id=chunk.id,
-        unit=chunk.unit,
-        text=chunk.text,
-        char_start=chunk.char_start,
-        char_end=chunk.char_end,
-        line_start=chunk.line_start,
-        line_end=chunk.line_end,
-        heading_path=chunk.heading_path,
-        trace=Trace(retrievers=(), context=f"neighbour of chunk {hit.chunk_id}"),
-        page=page_of(chunk),
-    )
+    """`chunk` as a hit beside `hit`: the same document, rank and `also_in`, no score of its
+    own."""
+    head = DocumentHead(hit.document_id, hit.uri, hit.title, hit.domain, hit.kind, hit.revision)
+    trace = Trace(retrievers=(), context=f"neighbour of chunk {hit.chunk_id}")
+    return _hit(hit.rank, 0.0, chunk, head, trace, hit.also_in)

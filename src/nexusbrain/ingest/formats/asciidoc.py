@@ -20,7 +20,6 @@ from collections.abc import Iterator
 
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.ingest.chunking import Block, Kind, chunk_blocks, line_bounds
-from nexusbrain.ingest.documents import chunk_drafts
 from nexusbrain.ingest.formats.base import Extracted, Outline, text_of
 
 _TITLE = re.compile(r"(={1,6})[ \t]+(\S.*?)(?:[ \t]+=+)?[ \t]*")
@@ -35,7 +34,7 @@ def extract_asciidoc(
     text = text_of(data, name, max_bytes)
     outline = Outline()
     spans = chunk_blocks(text, [_blocks(text, outline)], config)
-    return Extracted(text, chunk_drafts(spans), title=outline.first)
+    return Extracted(text, tuple(spans), title=outline.first)
 
 
 def _blocks(text: str, outline: Outline) -> Iterator[Block]:

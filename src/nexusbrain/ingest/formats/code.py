@@ -24,9 +24,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from nexusbrain.config import ChunkingConfig
-from nexusbrain.ingest.chunking import ChunkSpan, line_bounds, span_of
-from nexusbrain.ingest.documents import chunk_drafts
+from nexusbrain.ingest.chunking import line_bounds, span_of
 from nexusbrain.ingest.formats.base import Extracted, text_of
+from nexusbrain.records import ChunkDraft
 
 LANGUAGES = {
     ".py": "Python",
@@ -113,7 +113,7 @@ def extract_code(
         units = list(_units_at(text, lines, _OPENS.get(language)))
     spans = _chunks(text, lines, units, language, config)
     title = name.rstrip("/").rsplit("/", 1)[-1]  # the file's name, suffix and all
-    return Extracted(text, chunk_drafts(spans), title, {"language": language.lower()})
+    return Extracted(text, tuple(spans), title, {"language": language.lower()})
 
 
 # --- units -----------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def _chunks(
     units: Sequence[_Unit],
     language: str,
     config: ChunkingConfig,
-) -> list[ChunkSpan]:
+) -> list[ChunkDraft]:
     packed: list[_Open] = []
     for unit in units:
         name = unit.name or _named(text, lines, unit, language)
@@ -296,7 +296,7 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
 
 def _span(
     text: str, line_ends: Sequence[int], ordinal: int, chunk: _Open, language: str
-) -> ChunkSpan:
+) -> ChunkDraft:
     shown = chunk.names if len(chunk.names) <= _NAMES else [*chunk.names[: _NAMES - 1], "…"]
     names = (", ".join(shown),) if shown else ()
     path = (language, *chunk.parent, *names)

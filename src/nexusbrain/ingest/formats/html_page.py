@@ -30,7 +30,6 @@ from html.parser import HTMLParser
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.errors import InvalidInput, TooLarge
 from nexusbrain.ingest.chunking import Block, Kind, chunk_blocks
-from nexusbrain.ingest.documents import chunk_drafts
 from nexusbrain.ingest.formats.base import Extracted, Outline
 
 _DROPPED = frozenset(
@@ -79,7 +78,7 @@ def extract_html(data: bytes, *, name: str, config: ChunkingConfig, max_bytes: i
             " navigation and hidden elements)"
         )
     title = outline.top or reader.title or outline.first
-    return Extracted(text, chunk_drafts(spans), title=title)
+    return Extracted(text, tuple(spans), title=title)
 
 
 def _decoded(data: bytes, name: str) -> str:

@@ -20,12 +20,12 @@ import io
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.errors import InvalidInput, MissingExtra, TooLarge
 from nexusbrain.ingest.chunking import chunk_blocks, paragraphs
-from nexusbrain.ingest.documents import chunk_drafts
 from nexusbrain.ingest.formats.base import Extracted
 
 if TYPE_CHECKING:
@@ -59,8 +59,10 @@ def extract_pdf(data: bytes, *, name: str, config: ChunkingConfig, max_bytes: in
         raise InvalidInput(f"{name}: {NO_TEXT}")
     numbers = [number for number, page in enumerate(pages, start=1) if page]
     firsts = [starts[number - 1] for number in numbers]
-    meta = [{"page": numbers[bisect_right(firsts, s.char_start) - 1]} for s in spans]
-    return Extracted(text, chunk_drafts(spans, meta), title=title, metadata={"pages": len(pages)})
+    chunks = tuple(
+        replace(s, meta={"page": numbers[bisect_right(firsts, s.char_start) - 1]}) for s in spans
+    )
+    return Extracted(text, chunks, title=title, metadata={"pages": len(pages)})
 
 
 def _pypdf() -> type[PdfReader]:

@@ -24,7 +24,6 @@ from collections.abc import Iterator
 
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.ingest.chunking import Block, Kind, chunk_blocks, line_bounds
-from nexusbrain.ingest.documents import chunk_drafts
 from nexusbrain.ingest.formats.base import Extracted, Outline, text_of
 
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1+[ \t]*")
@@ -37,7 +36,7 @@ def extract_rst(data: bytes, *, name: str, config: ChunkingConfig, max_bytes: in
     text = text_of(data, name, max_bytes)
     scanner = _Scanner(text)
     spans = chunk_blocks(text, [scanner.blocks()], config)
-    return Extracted(text, chunk_drafts(spans), title=scanner.outline.first)
+    return Extracted(text, tuple(spans), title=scanner.outline.first)
 
 
 class _Scanner:

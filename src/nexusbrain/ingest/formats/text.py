@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from nexusbrain.config import ChunkingConfig
 from nexusbrain.ingest.chunking import chunk_blocks, paragraphs
-from nexusbrain.ingest.documents import chunk_drafts
 from nexusbrain.ingest.formats.base import Extracted, text_of
 
 
 def extract_text(data: bytes, *, name: str, config: ChunkingConfig, max_bytes: int) -> Extracted:
     text = text_of(data, name, max_bytes)
     spans = chunk_blocks(text, [paragraphs(text)], config)
-    return Extracted(text, chunk_drafts(spans))
+    return Extracted(text, tuple(spans))
