@@ -16,6 +16,7 @@ import click
 import orjson
 
 from nexusbrain.bench.corpus import DEFAULT_SEED
+from nexusbrain.config import default_workers
 from nexusbrain.envelopes import DEFAULT_ENVELOPE, ENVELOPES
 from nexusbrain.errors import InvalidInput
 
@@ -110,9 +111,8 @@ def parse_scales(text: str) -> tuple[int, ...]:
 @click.option(
     "--workers",
     type=click.IntRange(1),
-    default=1,
-    show_default=True,
-    help="serve --workers of every server the bench starts (HTTP ingest and search).",
+    help="serve --workers of every server the bench starts (HTTP ingest and search). "
+    "Default: serve's, one per core (at most 4).",
 )
 @click.option(
     "--runs",
@@ -158,7 +158,7 @@ def bench(
     scales: str | None,
     searches: int,
     concurrency: int,
-    workers: int,
+    workers: int | None,
     runs: int,
     envelope: str | None,
     seed: int,
@@ -193,7 +193,7 @@ def bench(
         scales=parse_scales(scales or default),
         searches=searches,
         concurrency=concurrency,
-        workers=workers,
+        workers=workers or default_workers(),
         runs=runs,
         envelope=name,
         seed=seed,
