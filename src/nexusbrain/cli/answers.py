@@ -1,5 +1,6 @@
 """Where the command line's answers come from: a server already running for the brain
-(client.py: one HTTP request), or the brain in this process (`Local`). Either answers an
+(client.py: one HTTP request; one started in the background by the first read, autoserve.py),
+or the brain in this process (`Local`). Either answers an
 operation (operations/) with its JSON view, so that a command prints the same either way."""
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def brain_of(ctx: click.Context, *, create: bool = False) -> Brain:
 def answers_of(ctx: click.Context, operation: Operation, *, create: bool) -> Local | Remote:
     """Where a command asks: the running server (unless --local, or the operation is one no
     server answers), else the brain in this process (made, for a command that stores, if
-    there is none)."""
+    there is none). A read with no server to ask starts one in the background for the
+    commands after it (cli/autoserve.py) and answers in process."""
     root = ctx.find_root()
     served = operation.http is not None or operation.remote is not None
     if served and not root.obj["local"] and root.obj.get("brain") is None:
@@ -59,4 +61,8 @@ def answers_of(ctx: click.Context, operation: Operation, *, create: bool) -> Loc
         remote = reach(root.obj["db"])
         if remote is not None:
             return remote
+        if not operation.stores:
+            from nexusbrain.cli.autoserve import start
+
+            start(root.obj["db"])
     return Local(brain_of(root, create=create))
