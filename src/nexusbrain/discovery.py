@@ -158,23 +158,37 @@ class Claim:
     def __init__(self, descriptor: int) -> None:
         self._descriptor: int | None = descriptor
 
+    @property
+    def descriptor(self) -> int | None:
+        return self._descriptor
+
+    def hand_over(self, pid: int) -> None:
+        """Name `pid` the holder: a process started with a copy of the lock's descriptor,
+        which holds the claim while it lives; then let go of this process's copy."""
+        if self._descriptor is not None:
+            os.ftruncate(self._descriptor, 0)
+            os.pwrite(self._descriptor, f"{pid}\n".encode(), 0)
+        self.close()
+
     def close(self) -> None:
         if self._descriptor is not None:
             os.close(self._descriptor)
             self._descriptor = None
 
 
-def claim(db: str | Path, *, replace_idle: bool = False) -> Claim | None:
+def claim(
+    db: str | Path, *, replace_idle: bool = False, patience: float = CLAIM_PATIENCE_SECONDS
+) -> Claim | None:
     """Claim the database for a server of this process (None: not a SQLite file, which any
     number of servers may share). Conflict, naming the running server (its address and pid),
-    when another process holds it; with `replace_idle`, a server that would stop when idle
-    is asked to stop now, and the claim taken once it has."""
+    when another process still holds it after `patience` seconds; with `replace_idle`, a
+    server that would stop when idle is asked to stop now, and the claim taken once it has."""
     file = database_file(db)
     if file is None:
         return None
     path = file.with_name(file.name + LOCK_SUFFIX)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    deadline = time.monotonic() + CLAIM_PATIENCE_SECONDS
+    deadline = time.monotonic() + patience
     while True:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -183,7 +197,7 @@ def claim(db: str | Path, *, replace_idle: bool = False) -> Claim | None:
             if replace_idle and _stop_idle(file):
                 replace_idle = False
                 deadline = time.monotonic() + REPLACE_PATIENCE_SECONDS
-            if time.monotonic() > deadline:
+            if time.monotonic() >= deadline:
                 os.close(descriptor)
                 raise Conflict(_held_by(file)) from None
             time.sleep(0.02)
@@ -256,22 +270,12 @@ def _claimed(discovery: Path) -> bool:
     """Whether a server holds the claim beside this discovery file. Without a lock file (a
     server from before claims) only the pid can tell, and it did."""
     lock = discovery.with_name(discovery.name.removesuffix(SUFFIX) + LOCK_SUFFIX)
-    held = _locked(lock)
-    return True if held is None else held
-
-
-def claimed(db: str | Path) -> bool:
-    """Whether a process serves this SQLite file or is starting to: it holds the claim."""
-    file = database_file(db)
-    return file is not None and _locked(file.with_name(file.name + LOCK_SUFFIX)) is True
-
-
-def _locked(lock: Path) -> bool | None:
-    """Whether a process holds this lock file's lock; None: no lock file, or unreadable."""
     try:
         descriptor = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
     except OSError:
-        return None
+        return True  # unreadable: the pid is all there is
     try:
         fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:

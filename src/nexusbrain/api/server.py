@@ -51,19 +51,22 @@ def run(
     on_listen: Callable[[str], None] | None = None,
     workers: int | None = None,
     idle_exit: float | None = None,
+    claim: discovery.Claim | None = None,
 ) -> None:
     """Serve the API; with `mcp`, MCP over streamable HTTP at /mcp too, behind the same guard.
     `on_listen` gets the server's address (http://host:port) once it listens; port 0 takes
     a free one. `workers`: processes answering (None: `default_workers()`). `idle_exit`: stop
     after that many seconds without a request (one worker only): a server the command line
-    started by itself (cli/autoserve.py), which a server started by hand replaces."""
+    started by itself (cli/autoserve.py), which a server started by hand replaces. `claim`:
+    the database's claim, when this process holds it already (that server's does, from its
+    start: the command took it and handed it over)."""
     settings = server_settings(host, port, brain.settings.limits)
     check_bind(settings)
     workers = workers or default_workers()
     if idle_exit is not None and workers > 1:
         raise ConfigError(f"a server that stops when idle has one worker, not {workers}")
     # a second server refuses here, naming the first; one started by hand stops an idle one
-    claim = discovery.claim(brain.settings.db, replace_idle=idle_exit is None)
+    claim = claim or discovery.claim(brain.settings.db, replace_idle=idle_exit is None)
     try:
         _serve(brain, settings, log_level, mcp, on_listen, workers, claim, idle_exit)
     finally:
