@@ -4,9 +4,9 @@ beside the database tells command lines where it is (discovery.py), until the se
 By default one process per core answers (config.default_workers), forked once the socket
 listens, each with a brain of its own on the same database: one process answers with one
 core at a time (most of a request's work holds the GIL), so this is what lets answers use
-every core. They share the
-dense index's cache file through the page cache (it is memory-mapped) and see each other's
-writes as one process sees another's, through the store's change sequence. Each keeps its own
+every core. They share the dense index's cache file through the page cache (it is
+memory-mapped) and see each other's writes as one process sees another's, through the
+store's change sequence. Each keeps its own
 rate limits and latency window, and they spread connections evenly between them (accept.py).
 MCP at /mcp is stateless (mcp_server/http.py), so any worker answers any call of a session.
 The first process supervises: it says where the server is, watches folders, and stops the
