@@ -19,7 +19,9 @@ import pytest
 
 from nexusbrain import discovery
 from nexusbrain.brain import Brain
+from nexusbrain.cli.answers import READS
 from nexusbrain.config import Profile, Settings
+from nexusbrain.operations import OPERATIONS
 
 from .conftest import background_servers, no_background_server
 from .test_cli_client import HEAVY, PYTHON, Run, cli_process, environment, heavy, start, stop
@@ -117,8 +119,9 @@ def test_the_server_stops_after_its_idle_time(brain_db: Path) -> None:
         (("--local", *QUERY), {}),
         (QUERY, {"BRAIN_AUTOSERVE": "0"}),
         (("add", "a write is no read"), {}),
+        (("delete", "2"), {}),
     ],
-    ids=["--local", "BRAIN_AUTOSERVE=0", "a write"],
+    ids=["--local", "BRAIN_AUTOSERVE=0", "add", "delete"],
 )
 def test_no_server_when_turned_off_or_for_a_write(
     brain_db: Path, args: tuple[str, ...], env: dict[str, str]
@@ -128,6 +131,21 @@ def test_no_server_when_turned_off_or_for_a_write(
     assert "started a server" not in done.stderr
     assert background_servers(brain_db.parent) == []
     assert not discovery.discovery_path(brain_db).exists()  # type: ignore[union-attr]
+
+
+def test_the_reads_are_the_commands_that_read() -> None:
+    commands = {op.cli.name for op in OPERATIONS if op.name in READS and op.cli is not None}
+    assert commands == {
+        "search",
+        "recall",
+        "explain",
+        "get",
+        "stats",
+        "graph relations",
+        "graph history",
+        "graph traverse",
+    }
+    assert not any(op.stores for op in OPERATIONS if op.name in READS)
 
 
 def test_no_server_for_a_read_only_brain(brain_db: Path) -> None:

@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from nexusbrain.cli.client import Remote
 
 
+# The operations whose command, finding no server, starts one in the background: the reads
+# (search, recall, explain, get, stats, and graph relations, history and traverse). A write
+# (add, delete, graph add) may be a one-off, or make the brain.
+READS = frozenset(
+    {"search", "recall", "explain", "document", "stats", "relations", "history", "traverse"}
+)
+
+
 class Local:
     """The brain in this process: the operation's Brain call."""
 
@@ -61,7 +69,7 @@ def answers_of(ctx: click.Context, operation: Operation, *, create: bool) -> Loc
         remote = reach(root.obj["db"])
         if remote is not None:
             return remote
-        if not operation.stores:
+        if operation.name in READS:
             from nexusbrain.cli.autoserve import start
 
             start(root.obj["db"])
