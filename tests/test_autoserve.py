@@ -21,6 +21,8 @@ from nexusbrain import discovery
 from nexusbrain.brain import Brain
 from nexusbrain.cli.answers import READS
 from nexusbrain.config import Profile, Settings
+from nexusbrain.environment import autoserve_idle
+from nexusbrain.errors import ConfigError
 from nexusbrain.operations import OPERATIONS
 
 from .conftest import background_servers, no_background_server
@@ -261,3 +263,13 @@ def test_the_docs_session_prints_what_it_shows(tmp_path: Path) -> None:
         no_background_server(tmp_path)
     if REWRITE:
         rewrite_console(PAGE, written)
+
+
+def test_the_idle_time_and_the_switch_come_from_the_environment() -> None:
+    assert autoserve_idle({}) == 900.0
+    assert autoserve_idle({"BRAIN_AUTOSERVE_IDLE": "30"}) == 30.0
+    for off in ("0", "false", "off", "no"):
+        assert autoserve_idle({"BRAIN_AUTOSERVE": off, "BRAIN_AUTOSERVE_IDLE": "x"}) is None
+    for bad in ("x", "0", "-5", "inf", "nan"):
+        with pytest.raises(ConfigError, match=f"BRAIN_AUTOSERVE_IDLE='{bad}' is not a number"):
+            autoserve_idle({"BRAIN_AUTOSERVE_IDLE": bad})
