@@ -1,9 +1,9 @@
 """The environment as the command line's fast path reads it: where the brain is, which
 running server to send a command to and with what token, whether to start one in the
-background, and BLAS's threads. A command that
-a running server answers spends most of its time importing (docs/design/cli.md), and the
-settings in config.py are dataclasses, each compiled from source at import: about 6 ms of
-the ~60 such a command takes, so they are not imported here. config.py reads the rest of the
+background, and BLAS's threads. A command that a running server answers spends most of its
+time importing (docs/design/cli.md), and the settings in config.py are dataclasses, each
+compiled from source at import: about 6 ms of the ~60 such a command takes, so they are not
+imported here. config.py reads the rest of the
 environment; nothing else reads `os.environ`.
 """
 

@@ -1,7 +1,7 @@
 """Where the command line's answers come from: a server already running for the brain
 (client.py: one HTTP request; one started in the background by the first read, autoserve.py),
-or the brain in this process (`Local`). Either answers an
-operation (operations/) with its JSON view, so that a command prints the same either way."""
+or the brain in this process (`Local`). Either answers an operation (operations/) with its
+JSON view, so that a command prints the same either way."""
 
 from __future__ import annotations
 
