@@ -6,6 +6,9 @@
 Measures, in one run on one machine:
 - `nexusbrain --help`;
 - `nexusbrain search Q -k 10` with no server (in process);
+- with no server started by hand (BRAIN_AUTOSERVE on): the first call, which starts one in the
+  background and answers in process, and calls 2 to 11 right after it (through the server once
+  it is up), from a cold start each round (--autoserve-rounds);
 - the same with `nexusbrain serve` up for the database (one HTTP request);
 - each paired with QMD's `qmd search Q -n 10` when --qmd names it (runs interleaved, so that
   both see the same machine load; QMD's index must already hold the corpus: `qmd collection
@@ -39,6 +42,8 @@ from typing import Any
 
 import psutil
 
+from nexusbrain import discovery
+
 ROOT = Path(__file__).resolve().parents[1]
 NEXUSBRAIN = str(Path(sys.executable).with_name("nexusbrain"))
 QUERY = "cancer cells immune response"
@@ -56,6 +61,7 @@ def main() -> None:
     qmd = [*shlex.split(args.qmd), "search", QUERY, "-n", "10"] if args.qmd else None
     report["help"] = _timed([[NEXUSBRAIN, "--help"]], args.runs, env)[0]
     report["no_server"] = _paired([*ours[:1], "--local", *ours[1:]], qmd, args.runs, env)
+    report["autoserve"] = _autoserved(args, ours, qmd, env)
     server = _serve(args, env)
     try:
         report["server"] = _paired(ours, qmd, args.runs, env)
@@ -79,6 +85,9 @@ def _arguments() -> argparse.Namespace:
         "--qmd", help="QMD's command (split as a shell would), to time `qmd search` beside ours"
     )
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument(
+        "--autoserve-rounds", type=int, default=3, help="cold starts of the background server"
+    )
     parser.add_argument("--idle", type=float, default=60.0, help="seconds of idle to measure")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     return parser.parse_args()
@@ -121,6 +130,43 @@ def _paired(
     commands = [ours, qmd] if qmd else [ours]
     medians = _timed(commands, runs, env)
     return {"nexusbrain": medians[0], **({"qmd": medians[1]} if qmd else {})}
+
+
+def _autoserved(
+    args: argparse.Namespace, ours: list[str], qmd: list[str] | None, env: dict[str, str]
+) -> dict[str, Any]:
+    """Rounds of 11 calls in a row with no server at first: the first starts one in the
+    background. Each call is paired with one of QMD's (the order alternating); the server is
+    stopped after each round."""
+    on = env | {"BRAIN_AUTOSERVE": "1"}
+    firsts: list[float] = []
+    later: list[float] = []
+    theirs: list[float] = []
+    for _ in range(args.autoserve_rounds):
+        _stop_background(args.db)
+        for n in range(11):
+            pair = [(ours, on), (qmd, env)] if n % 2 == 0 else [(qmd, env), (ours, on)]
+            for command, where in pair:
+                if command is None:
+                    continue
+                took = _once(command, where)
+                (theirs if command is qmd else firsts if n == 0 else later).append(took)
+        _stop_background(args.db)
+    return {
+        "first_ms": [round(x, 1) for x in firsts],
+        "first_median": round(statistics.median(firsts), 1),
+        "calls_2_to_11_median": round(statistics.median(later), 1),
+        **({"qmd_median": round(statistics.median(theirs), 1)} if theirs else {}),
+    }
+
+
+def _stop_background(db: Path) -> None:
+    """Stop the server running for `db` (the background one), if any, and wait for it."""
+    found = discovery.find(db)
+    if found is None:
+        return
+    os.kill(found.pid, signal.SIGTERM)
+    psutil.Process(found.pid).wait(timeout=60)
 
 
 def _serve(args: argparse.Namespace, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
@@ -187,6 +233,11 @@ def _print(report: dict[str, Any]) -> None:
         print(f"{'nexusbrain search (' + label + ')':<44} {row['nexusbrain']:>14}")
         if "qmd" in row:
             print(f"{'qmd search (same run, interleaved)':<44} {row['qmd']:>14}")
+    auto = report["autoserve"]
+    print(f"{'nexusbrain search, background server: call 1':<44} {auto['first_median']:>14}")
+    print(f"{'  calls 2 to 11 (median)':<44} {auto['calls_2_to_11_median']:>14}")
+    if "qmd_median" in auto:
+        print(f"{'  qmd search (same run, paired)':<44} {auto['qmd_median']:>14}")
     watch = report["watch"]
     print(f"watch: edit to searchable {watch['median_ms']} ms median, {watch['max_ms']} ms max")
     print(f"idle CPU of serve --watch: {report['idle_cpu_percent']}%")

@@ -3,6 +3,7 @@ a real PostgreSQL server (one per session; each test takes a schema of its own).
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -12,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -26,6 +28,39 @@ from nexusbrain.storage.base import Backend
 from .pgserver import Server
 
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+# A command line that reads and finds no server starts one in the background (cli/autoserve.py).
+# The suite's commands, and the processes they start, answer in process as before; the tests
+# of the background server (tests/test_autoserve.py) turn it on for their own commands.
+os.environ["BRAIN_AUTOSERVE"] = "0"
+
+
+def background_servers(under: Path) -> list[psutil.Process]:
+    """The servers started in the background (cli/autoserve.py) for a brain under `under`."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        command = process.info["cmdline"] or []
+        if "nexusbrain.cli.autoserve" in command and any(
+            arg.startswith(str(under)) for arg in command
+        ):
+            found.append(process)
+    return found
+
+
+def no_background_server(under: Path) -> None:
+    """Fail if a background server for a brain under `under` is still running (killed first,
+    so that none outlives the run)."""
+    stray = background_servers(under)
+    for process in stray:
+        process.kill()
+    assert not stray, f"background servers left running: {[p.pid for p in stray]}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_stray_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No background server that a test started outlives the run."""
+    yield
+    no_background_server(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session")

@@ -105,7 +105,8 @@ def test_the_tour_prints_what_it_shows(tmp_path: Path, monkeypatch: pytest.Monke
     home = tmp_path / "home"
     home.mkdir()
     for name in [n for n in os.environ if n.startswith(("BRAIN_", "XDG_"))]:
-        monkeypatch.delenv(name)
+        if name != "BRAIN_AUTOSERVE":  # conftest.py: no server in the background
+            monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(ROOT)
     url = SHOWN_URL

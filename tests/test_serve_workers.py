@@ -4,16 +4,19 @@ the same database; the first process supervises them (real processes, a real soc
 from __future__ import annotations
 
 import http.client
+import json
+import os
 import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 from nexusbrain import discovery
 
-from .test_cli_client import PYTHON, cli_process, environment, start, stop
+from .test_cli_client import cli_process, start, stop
 
 
 def workers_of(process: subprocess.Popen[bytes]) -> list[psutil.Process]:
@@ -50,18 +53,6 @@ def test_a_worker_that_dies_stops_the_server(tmp_path: Path) -> None:
     process.communicate(timeout=30)
     assert discovery.find(db) is None
     second.wait(timeout=10)
-
-
-def test_workers_and_mcp_together_are_a_one_line_error(tmp_path: Path) -> None:
-    command = ["-m", "nexusbrain", "--db", str(tmp_path / "b.db"), "serve", "--port", "0"]
-    done = subprocess.run(
-        [PYTHON, *command, "--workers", "2", "--mcp"],
-        env=environment(),
-        capture_output=True,
-        timeout=60,
-    )
-    assert done.returncode == 1
-    assert done.stderr.decode().startswith("error: --workers 2 with --mcp: an MCP session")
 
 
 def owners(workers: list[psutil.Process], clients: list[int]) -> list[int]:
@@ -147,3 +138,98 @@ def test_a_stopped_worker_leaves_no_connection_unanswered(tmp_path: Path) -> Non
             second.send_signal(signal.SIGCONT)
     finally:
         stop(process)
+
+
+def pinned(port: int, workers: list[psutil.Process]) -> list[http.client.HTTPConnection]:
+    """One kept-alive connection held by each worker, in the workers' order."""
+    deadline = time.monotonic() + 30
+    while True:
+        clients = connected(port, 2)
+        held = owners(workers, ports(clients))
+        if sorted(held) == [0, 1]:
+            return [clients[held.index(0)], clients[held.index(1)]]
+        assert time.monotonic() < deadline, f"the connections landed on {held}"
+        for client in clients:
+            client.close()
+        time.sleep(0.1)
+
+
+def rpc(
+    client: http.client.HTTPConnection, message: dict[str, object], headers: dict[str, str]
+) -> tuple[int, dict[str, str], bytes]:
+    """One JSON-RPC message POSTed to /mcp on this connection: status, headers, body."""
+    client.request(
+        "POST",
+        "/mcp",
+        json.dumps(message),
+        {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        | headers,
+    )
+    answer = client.getresponse()
+    return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+
+
+def tool(
+    client: http.client.HTTPConnection, session: dict[str, str], name: str, **arguments: object
+) -> dict[str, Any]:
+    """A tool call on this connection: its structured answer, checked to be no error."""
+    message = {"name": name, "arguments": arguments}
+    status, _, body = rpc(
+        client, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": message}, session
+    )
+    assert status == 200, body
+    result = json.loads(body)["result"]
+    assert not result["isError"], result
+    answer: dict[str, Any] = result["structuredContent"]
+    return answer
+
+
+def test_an_mcp_session_is_answered_by_whichever_worker_takes_each_call(tmp_path: Path) -> None:
+    db = tmp_path / "brain.db"
+    process = start(db, "--workers", "2", "--mcp")
+    try:
+        workers = workers_of(process)
+        info = discovery.find(db)
+        assert info is not None and info.mcp
+        on = pinned(int(info.url.rsplit(":", 1)[1]), workers)
+        status, headers, body = rpc(
+            on[0],
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            },
+            {},
+        )
+        assert status == 200, body
+        assert json.loads(body)["result"]["serverInfo"]["name"] == "nexusbrain"
+        session = {"MCP-Protocol-Version": "2025-06-18"}
+        if "mcp-session-id" in headers:  # the server keeps none (stateless): any worker answers
+            session["Mcp-Session-Id"] = headers["mcp-session-id"]
+        notified = rpc(on[1], {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        assert notified[0] == 202, notified
+        for n in range(6):  # each call on the other worker than the last
+            worker = on[n % 2]
+            text = f"note {n}: the relay key of rack {n} is in drawer {n + 10}"
+            tool(worker, session, "remember", text=text)
+            found = tool(on[(n + 1) % 2], session, "search", query=f"rack {n} drawer {n + 10}", k=1)
+            assert [hit["text"] for hit in found["hits"]] == [text]  # stored by the other worker
+        assert set(owners(workers, ports(on))) == {0, 1}  # both answered, on their connections
+    finally:
+        stop(process)
+
+
+def test_workers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    db = tmp_path / "brain.db"
+    process = start(db, "--workers", "2")
+    workers = workers_of(process)
+    os.kill(process.pid, signal.SIGKILL)
+    process.communicate(timeout=30)
+    _, alive = psutil.wait_procs(workers, timeout=15)
+    assert not alive, [w.pid for w in alive]
+    assert discovery.find(db) is None  # its file names a process that is gone

@@ -55,6 +55,9 @@ MAX_SESSION_TURNS = 20_000
 # with a p95 a quarter to a third lower (docs/tuning.md). `serve --workers N` is what uses
 # more cores.
 SEARCHES_AT_ONCE = 1
+# `serve` starts one worker per core, at most this many: each holds a brain of its own (the
+# vector cache's pages are shared; docs/design/cli.md measures the rest).
+MAX_WORKERS = 4
 DEFAULT_RATE = 50.0
 DEFAULT_BURST = 100
 # pgvector HNSW, for a PostgreSQL brain that has one (`dense-index build`; docs/tuning.md):
@@ -274,6 +277,16 @@ def server_settings(
         allowed_hosts=_names(env, "BRAIN_ALLOWED_HOSTS"),
         trusted_proxies=_names(env, "BRAIN_TRUSTED_PROXIES"),
     )
+
+
+def default_workers() -> int:
+    """`serve`'s workers by default: one per core this process may run on, at most
+    MAX_WORKERS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
 
 
 def evals_dir(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path:

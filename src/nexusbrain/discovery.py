@@ -8,7 +8,11 @@ the lock held and refuses, naming the first (`claim`). Once it listens, the serv
 removes it when it stops, if it still names this process:
 
     {"url": "http://127.0.0.1:8765", "pid": 4242, "db": "/home/me/brain.db",
-     "token_path": null, "mcp": true}
+     "token_path": null, "mcp": true, "idle_exit": null}
+
+`idle_exit` (seconds) marks a server that stops by itself when idle: the one a command line
+started in the background (cli/autoserve.py). A server started by hand replaces it: `claim`
+asks it to stop (SIGTERM) and takes the claim once it has.
 
 With a bearer token, the server also writes the token to `<db>.server-token` (mode 0600: it
 opens nothing that the database beside it does not already hold) and names it in
@@ -25,6 +29,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +44,8 @@ LOCK_SUFFIX = ".server.lock"
 # A reader tests the lock for an instant (`find`): a server claiming the database meanwhile
 # tries again for this long before it concludes that another server holds it.
 CLAIM_PATIENCE_SECONDS = 0.5
+# How long a server started by hand waits for an idle server it asked to stop to let go.
+REPLACE_PATIENCE_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,7 @@ class ServerInfo:
     db: str  # the database file it serves, absolute
     token_path: str | None = None
     mcp: bool = False  # it serves MCP at /mcp (serve --mcp)
+    idle_exit: float | None = None  # it stops after this many idle seconds
 
     def token(self) -> str | None:
         """The bearer token the server requires, if it wrote one and it can be read."""
@@ -112,7 +120,12 @@ def _answers(url: str) -> bool:
 
 
 def announce(
-    db: str | Path, url: str, token: str | None = None, *, mcp: bool = False
+    db: str | Path,
+    url: str,
+    token: str | None = None,
+    *,
+    mcp: bool = False,
+    idle_exit: float | None = None,
 ) -> Path | None:
     """Write the discovery file (and the token file) for a server of this process. Returns
     its path, None for a database that is not a SQLite file."""
@@ -129,6 +142,7 @@ def announce(
         "db": str(file),
         "token_path": _text(token_path),
         "mcp": mcp,
+        "idle_exit": idle_exit,
     }
     path = file.with_name(file.name + SUFFIX)
     _write_private(path, json.dumps(info) + "\n")
@@ -144,43 +158,71 @@ class Claim:
     def __init__(self, descriptor: int) -> None:
         self._descriptor: int | None = descriptor
 
+    @property
+    def descriptor(self) -> int | None:
+        return self._descriptor
+
+    def hand_over(self, pid: int) -> None:
+        """Name `pid` the holder: a process started with a copy of the lock's descriptor,
+        which holds the claim while it lives; then let go of this process's copy."""
+        if self._descriptor is not None:
+            os.ftruncate(self._descriptor, 0)
+            os.pwrite(self._descriptor, f"{pid}\n".encode(), 0)
+        self.close()
+
     def close(self) -> None:
         if self._descriptor is not None:
             os.close(self._descriptor)
             self._descriptor = None
 
 
-def claim(db: str | Path) -> Claim | None:
+def claim(
+    db: str | Path, *, replace_idle: bool = False, patience: float = CLAIM_PATIENCE_SECONDS
+) -> Claim | None:
     """Claim the database for a server of this process (None: not a SQLite file, which any
     number of servers may share). Conflict, naming the running server (its address and pid),
-    when another process holds it."""
+    when another process still holds it after `patience` seconds; with `replace_idle`, a
+    server that would stop when idle is asked to stop now, and the claim taken once it has."""
     file = database_file(db)
     if file is None:
         return None
     path = file.with_name(file.name + LOCK_SUFFIX)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    deadline = time.monotonic() + CLAIM_PATIENCE_SECONDS
+    deadline = time.monotonic() + patience
     while True:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
         except BlockingIOError:
-            if time.monotonic() > deadline:
+            if replace_idle and _stop_idle(file):
+                replace_idle = False
+                deadline = time.monotonic() + REPLACE_PATIENCE_SECONDS
+            if time.monotonic() >= deadline:
                 os.close(descriptor)
-                raise Conflict(_held_by(file, path)) from None
+                raise Conflict(_held_by(file)) from None
             time.sleep(0.02)
     os.ftruncate(descriptor, 0)
     os.write(descriptor, f"{os.getpid()}\n".encode())
     return Claim(descriptor)
 
 
-def _held_by(file: Path, lock: Path) -> str:
+def _stop_idle(file: Path) -> bool:
+    """Ask the server holding this file's claim to stop, if it is one that stops when idle
+    (its discovery file says so, and names the pid the lock file holds)."""
+    info = _read(file.with_name(file.name + SUFFIX))
+    if info is None or info.idle_exit is None or info.pid != _holder(file):
+        return False
+    try:
+        os.kill(info.pid, signal.SIGTERM)
+    except OSError:
+        return False
+    return True
+
+
+def _held_by(file: Path) -> str:
     """The one-line refusal of a second server: the running one's address and pid."""
     info = _read(file.with_name(file.name + SUFFIX))
-    try:
-        holder = int(lock.read_text(encoding="utf-8").split()[0])
-    except (OSError, ValueError, IndexError):
-        holder = None
+    holder = _holder(file)
     if info is not None and info.pid == holder:
         where = f"is already running at {info.url} (pid {info.pid})"
     else:
@@ -189,6 +231,14 @@ def _held_by(file: Path, lock: Path) -> str:
         f"a server for {file} {where}: use it (commands find it by themselves), "
         "or stop it before serving this database again"
     )
+
+
+def _holder(file: Path) -> int | None:
+    """The pid the claim's lock file holds (the last process that claimed it)."""
+    try:
+        return int(file.with_name(file.name + LOCK_SUFFIX).read_text(encoding="utf-8").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def withdraw(db: str | Path) -> None:
@@ -245,6 +295,7 @@ def _read(path: Path) -> ServerInfo | None:
             db=str(raw["db"]),
             token_path=str(token_path) if token_path else None,
             mcp=raw.get("mcp") is True,
+            idle_exit=float(raw["idle_exit"]) if raw.get("idle_exit") is not None else None,
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

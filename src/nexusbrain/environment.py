@@ -1,8 +1,9 @@
 """The environment as the command line's fast path reads it: where the brain is, which
-running server to send a command to and with what token, and BLAS's threads. A command that
-a running server answers spends most of its time importing (docs/design/cli.md), and the
-settings in config.py are dataclasses, each compiled from source at import: about 6 ms of
-the ~60 such a command takes, so they are not imported here. config.py reads the rest of the
+running server to send a command to and with what token, whether to start one in the
+background, and BLAS's threads. A command that a running server answers spends most of its
+time importing (docs/design/cli.md), and the settings in config.py are dataclasses, each
+compiled from source at import: about 6 ms of the ~60 such a command takes, so they are not
+imported here. config.py reads the rest of the
 environment; nothing else reads `os.environ`.
 """
 
@@ -52,6 +53,31 @@ def server_url(environ: Mapping[str, str] | None = None) -> str | None:
             f"BRAIN_URL={url!r} is not a server address: use e.g. http://127.0.0.1:8765"
         )
     return url
+
+
+AUTOSERVE_IDLE_SECONDS = 900.0  # 15 minutes
+
+
+def autoserve_idle(environ: Mapping[str, str] | None = None) -> float | None:
+    """How long a server the command line starts in the background (cli/autoserve.py) waits
+    without a request before it stops: BRAIN_AUTOSERVE_IDLE seconds, 900 by default. None:
+    BRAIN_AUTOSERVE=0, no such server."""
+    env = environ_of(environ)
+    if env.get("BRAIN_AUTOSERVE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    text = env.get("BRAIN_AUTOSERVE_IDLE", "").strip()
+    if not text:
+        return AUTOSERVE_IDLE_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise ConfigError(
+            f"BRAIN_AUTOSERVE_IDLE={text!r} is not a number of seconds: use e.g. 900, "
+            "or BRAIN_AUTOSERVE=0 for no background server"
+        )
+    return seconds
 
 
 def environ_of(environ: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -1,14 +1,17 @@
 """Running the API under uvicorn, on a socket bound here: once it listens, the discovery file
 beside the database tells command lines where it is (discovery.py), until the server stops.
 
-With `workers` above 1, that many processes are forked once the socket listens, each with a
-brain of its own on the same database: one process answers with one core at a time (most of
-a request's work holds the GIL), so this is what lets answers use every core. They share the
-dense index's cache file through the page cache (it is memory-mapped) and see each other's
-writes as one process sees another's, through the store's change sequence. Each keeps its own
+By default one process per core answers (config.default_workers), forked once the socket
+listens, each with a brain of its own on the same database: one process answers with one
+core at a time (most of a request's work holds the GIL), so this is what lets answers use
+every core. They share the dense index's cache file through the page cache (it is
+memory-mapped) and see each other's writes as one process sees another's, through the
+store's change sequence. Each keeps its own
 rate limits and latency window, and they spread connections evenly between them (accept.py).
+MCP at /mcp is stateless (mcp_server/http.py), so any worker answers any call of a session.
 The first process supervises: it says where the server is, watches folders, and stops the
-workers on SIGTERM or Ctrl-C, or when one of them ends."""
+workers on SIGTERM or Ctrl-C, or when one of them ends; a worker whose supervisor is gone
+(killed with SIGKILL) stops by itself within a second."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import logging
 import os
 import signal
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from types import FrameType
@@ -31,7 +35,7 @@ from nexusbrain.api.accept import Acceptor, Shares, Tally
 from nexusbrain.api.app import create_app
 from nexusbrain.api.guard import check_bind
 from nexusbrain.brain import Brain
-from nexusbrain.config import ServerSettings, server_settings
+from nexusbrain.config import ServerSettings, default_workers, server_settings
 from nexusbrain.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -45,21 +49,26 @@ def run(
     log_level: str = "info",
     mcp: bool = False,
     on_listen: Callable[[str], None] | None = None,
-    workers: int = 1,
+    workers: int | None = None,
+    idle_exit: float | None = None,
+    claim: discovery.Claim | None = None,
 ) -> None:
     """Serve the API; with `mcp`, MCP over streamable HTTP at /mcp too, behind the same guard.
     `on_listen` gets the server's address (http://host:port) once it listens; port 0 takes
-    a free one."""
+    a free one. `workers`: processes answering (None: `default_workers()`). `idle_exit`: stop
+    after that many seconds without a request (one worker only): a server the command line
+    started by itself (cli/autoserve.py), which a server started by hand replaces. `claim`:
+    the database's claim, when this process holds it already (that server's does, from its
+    start: the command took it and handed it over)."""
     settings = server_settings(host, port, brain.settings.limits)
     check_bind(settings)
-    if workers > 1 and mcp:
-        raise ConfigError(
-            f"--workers {workers} with --mcp: an MCP session lives in one process; "
-            "serve MCP from a server with one worker"
-        )
-    claim = discovery.claim(brain.settings.db)  # a second server refuses here, naming the first
+    workers = workers or default_workers()
+    if idle_exit is not None and workers > 1:
+        raise ConfigError(f"a server that stops when idle has one worker, not {workers}")
+    # a second server refuses here, naming the first; one started by hand stops an idle one
+    claim = claim or discovery.claim(brain.settings.db, replace_idle=idle_exit is None)
     try:
-        _serve(brain, settings, log_level, mcp, on_listen, workers, claim)
+        _serve(brain, settings, log_level, mcp, on_listen, workers, claim, idle_exit)
     finally:
         if claim is not None:
             claim.close()
@@ -73,6 +82,7 @@ def _serve(
     on_listen: Callable[[str], None] | None,
     workers: int,
     claim: discovery.Claim | None,
+    idle_exit: float | None,
 ) -> None:
     embedded = brain.admin.embed_missing(wait=False)  # a slow profile embeds in the background
     if embedded:
@@ -82,14 +92,10 @@ def _serve(
     bound = int(listener.getsockname()[1])
     settings = replace(settings, port=bound)  # port 0: the Host check knows the real one
     if workers > 1:
-        _supervise(brain, settings, listener, log_level, workers, on_listen, claim)
+        _supervise(brain, settings, listener, log_level, (workers, mcp), on_listen, claim)
         return
-    app = create_app(brain, settings)
-    if mcp:
-        from nexusbrain.mcp_server.http import mount_mcp
-
-        mount_mcp(app, brain, settings)
-    server = _Server(uvicorn_config(app, settings, log_level))
+    server = _Server(uvicorn_config(_app(brain, settings, mcp), settings, log_level))
+    server.idle_exit = idle_exit
     url = local_url(settings.host, bound)
     # SIGTERM asks the server to stop, whenever it comes: before uvicorn runs (then it
     # returns once started), while it starts (its own handlers are not in place yet, and an
@@ -100,7 +106,7 @@ def _serve(
         # the server, has had its banner (SIGTERM, handled from here, lets stdout flush).
         if on_listen is not None:
             on_listen(url)
-        discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
+        discovery.announce(brain.settings.db, url, settings.token, mcp=mcp, idle_exit=idle_exit)
         _settle(brain)
         if not server.should_exit:
             server.run(sockets=[listener])
@@ -111,33 +117,47 @@ def _serve(
         listener.close()
 
 
+def _app(brain: Brain, settings: ServerSettings, mcp: bool) -> ASGIApp:
+    app = create_app(brain, settings)
+    if mcp:
+        from nexusbrain.mcp_server.http import mount_mcp
+
+        mount_mcp(app, brain, settings)
+    return app
+
+
 def _supervise(
     brain: Brain,
     settings: ServerSettings,
     listener: socket.socket,
     log_level: str,
-    workers: int,
+    served: tuple[int, bool],
     on_listen: Callable[[str], None] | None,
     claim: discovery.Claim | None,
 ) -> None:
+    """Fork `served[0]` workers (serving MCP too when `served[1]`) and wait, as the process
+    the discovery file names, until SIGTERM or Ctrl-C, or until a worker ends."""
+    workers, mcp = served
     url = local_url(settings.host, settings.port)
     shares = Shares(workers)
-    children = [
-        _fork(brain, settings, listener, log_level, (shares, slot), claim)
-        for slot in range(workers)
-    ]
-    previous = signal.signal(signal.SIGTERM, _stop)
+    signals = _Signals()  # before the fork: a SIGTERM from now on stops what was forked
+    children: list[int] = []
     try:
+        for slot in range(workers):
+            share = (shares, slot)
+            children.append(_fork(brain, settings, listener, (log_level, mcp), share, claim))
         if on_listen is not None:
             on_listen(url)
-        discovery.announce(brain.settings.db, url, settings.token, mcp=False)
-        pid, status = os.wait()  # until a worker ends: then the server is not whole
-        children.remove(pid)
-        log.error("worker %d ended (status %d): stopping the server", pid, status)
-    except (_Stopped, KeyboardInterrupt):
-        log.info("stopping %d workers", len(children))
+        discovery.announce(brain.settings.db, url, settings.token, mcp=mcp)
+        ended = signals.wait(children)
+        if ended is None:
+            log.info("stopping %d workers", len(children))
+        else:
+            pid, status = ended
+            children.remove(pid)
+            log.error("worker %d ended (status %d): stopping the server", pid, status)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signals.close()
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
@@ -148,20 +168,67 @@ def _supervise(
         listener.close()
 
 
+class _Signals:
+    """The supervisor's signals, read from a pipe: SIGTERM and SIGINT ask it to stop, SIGCHLD
+    says a worker may have ended. Their handlers do nothing; the interpreter writes each
+    signal's number to the pipe (signal.set_wakeup_fd), whichever thread the kernel chose,
+    so the supervisor waits in a read that nothing raises out of (an exception raised from
+    a handler can surface anywhere, or be swallowed)."""
+
+    WATCHED = (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD)
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        self._handlers = {sig: signal.signal(sig, _ignore) for sig in self.WATCHED}
+        self._wakeup = signal.set_wakeup_fd(self._write)
+
+    def wait(self, children: list[int]) -> tuple[int, int] | None:
+        """A worker that ended (its pid and status), or None once asked to stop."""
+        while True:
+            with contextlib.suppress(ChildProcessError):
+                while (ended := os.waitpid(-1, os.WNOHANG))[0]:
+                    if ended[0] in children:
+                        return ended
+            received = os.read(self._read, 64)
+            if signal.SIGTERM in received or signal.SIGINT in received:
+                return None
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self._wakeup)
+        for sig, handler in self._handlers.items():
+            signal.signal(sig, handler)
+        os.close(self._read)
+        os.close(self._write)
+
+    @classmethod
+    def forget(cls) -> None:
+        """In a forked worker: its signals are its own again (uvicorn handles them), and none
+        reaches the supervisor's pipe."""
+        signal.set_wakeup_fd(-1)
+        for sig in cls.WATCHED:
+            signal.signal(sig, signal.SIG_DFL)
+
+
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    """A handler that lets the signal's number reach the wakeup pipe and does nothing else."""
+
+
 def _fork(
     brain: Brain,
     settings: ServerSettings,
     listener: socket.socket,
-    level: str,
+    serving: tuple[str, bool],
     share: tuple[Shares, int],
     claim: discovery.Claim | None,
 ) -> int:
-    """A worker process answering on `listener`, counting its connections in slot `share[1]`
-    of the shared counts; its pid. It opens a brain of its own and never touches the
-    connections it inherits (closing one in a child could checkpoint or remove the
-    write-ahead log from under the others), so it ends with os._exit. It lets go of its copy
-    of the database's claim: the claim is the supervisor's, the process the discovery file
-    names."""
+    """A worker process answering on `listener` (at log level `serving[0]`, with MCP when
+    `serving[1]`), counting its connections in slot `share[1]` of the shared counts; its
+    pid. It opens a brain of its own and never touches the connections it inherits
+    (closing one in a child could checkpoint or remove the write-ahead log from under the
+    others), so it ends with os._exit. It lets go of its copy of the database's claim: the
+    claim is the supervisor's, the process the discovery file names."""
+    supervisor = os.getpid()
     pid = os.fork()
     if pid:
         return pid
@@ -169,12 +236,16 @@ def _fork(
     try:
         if claim is not None:
             claim.close()
+        _Signals.forget()
         # Ctrl-C reaches the whole group: the parent stops the workers
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        level, mcp = serving
         with Brain.open(settings=brain.settings) as own:
-            config = uvicorn_config(create_app(own, settings), settings, level)
+            config = uvicorn_config(_app(own, settings, mcp), settings, level)
             _settle(own)
-            _Server(config, share).run(sockets=[listener])
+            server = _Server(config, share)
+            server.supervisor = supervisor
+            server.run(sockets=[listener])
         code = 0
     except BaseException:
         log.exception("worker %d failed", os.getpid())
@@ -218,9 +289,14 @@ class _Server(uvicorn.Server):
     worker's `share` (the shared counts and its slot), it accepts on its sockets itself,
     evenly with its siblings (accept.py), instead of through asyncio's servers."""
 
+    supervisor: int | None = None  # a worker's: it stops once that process is gone
+    idle_exit: float | None = None  # stop after this many seconds without a request
+
     def __init__(self, config: uvicorn.Config, share: tuple[Shares, int] | None = None) -> None:
         super().__init__(config)
         self._acceptors: list[Acceptor] = []
+        self._requests = 0
+        self._active = time.monotonic()
         self._tally = None if share is None else Tally(*share)
         if self._tally is not None:
             self.server_state.connections = self._tally
@@ -254,24 +330,36 @@ class _Server(uvicorn.Server):
         # on_tick does its once-a-second work when its counter is a multiple of 10
         while not await self.on_tick(ticks):
             ticks = (ticks + 10) % 864_000
+            if self._orphaned() or self._idle():
+                self.should_exit = True
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), 1.0)
+
+    def _orphaned(self) -> bool:
+        """A worker whose supervisor ended (killed with SIGKILL: it could not stop us) has
+        been handed to another parent."""
+        if self.supervisor is None or os.getppid() == self.supervisor:
+            return False
+        log.warning("the supervisor (pid %d) is gone: stopping", self.supervisor)
+        return True
+
+    def _idle(self) -> bool:
+        """No request, and no connection open, for `idle_exit` seconds."""
+        if self.idle_exit is None:
+            return False
+        now, state = time.monotonic(), self.server_state
+        if state.total_requests != self._requests or state.connections:
+            self._requests, self._active = state.total_requests, now
+        if now - self._active < self.idle_exit:
+            return False
+        log.info("no request for %.0f s: stopping", self.idle_exit)
+        return True
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
         loop = getattr(self, "_loop", None)
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._wake.set)
-
-
-class _Stopped(Exception):
-    """SIGTERM to the supervisor of several workers."""
-
-
-def _stop(signum: int, frame: object) -> None:
-    """The supervisor's SIGTERM: it waits in os.wait for its workers, which this interrupts
-    (the default would end the process before the discovery file is removed)."""
-    raise _Stopped
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -34,6 +34,7 @@ import numpy as np
 from nexusbrain.bench.corpus import DEFAULT_SEED, Corpus, CorpusSpec, name_of, write_doc
 from nexusbrain.bench.load import Call, LoadResult, RssSampler, run_calls, wait_for_answer
 from nexusbrain.bench.server import ChildServer, child_env, run_cli
+from nexusbrain.config import default_workers
 from nexusbrain.envelopes import Observed, check, envelope_named, status
 from nexusbrain.latency import summarise
 from nexusbrain.records import Progress, SearchMode
@@ -50,7 +51,8 @@ class BenchConfig:
     scales: tuple[int, ...] = (1_000, 10_000)
     searches: int = 200  # requests in each latency series
     concurrency: int = 8
-    workers: int = 1  # serve --workers of every server the bench starts
+    # serve --workers of every server the bench starts
+    workers: int = field(default_factory=default_workers)
     runs: int = 1  # the report gives the median of the runs
     envelope: str = "desktop"
     seed: int = DEFAULT_SEED

@@ -63,7 +63,7 @@ class ChildServer:
     """`nexusbrain serve` in a child process. Use as a context manager; it stops on exit."""
 
     def __init__(
-        self, db: Path | str, env: Mapping[str, str], log_path: Path, workers: int = 1
+        self, db: Path | str, env: Mapping[str, str], log_path: Path, workers: int
     ) -> None:
         self.db = db
         self.env = dict(env)
@@ -78,7 +78,7 @@ class ChildServer:
     def __enter__(self) -> ChildServer:
         args: tuple[str, ...] = ("serve", "--host", HOST, "--port", str(self.port))
         args += ("--log-level", "warning")
-        args += ("--workers", str(self.workers)) if self.workers > 1 else ()
+        args += ("--workers", str(self.workers))
         with self.log_path.open("ab") as log:
             self.started_at = time.perf_counter()
             self._process = subprocess.Popen(

@@ -1,6 +1,7 @@
 """Where the command line's answers come from: a server already running for the brain
-(client.py: one HTTP request), or the brain in this process (`Local`). Either answers an
-operation (operations/) with its JSON view, so that a command prints the same either way."""
+(client.py: one HTTP request; one started in the background by the first read, autoserve.py),
+or the brain in this process (`Local`). Either answers an operation (operations/) with its
+JSON view, so that a command prints the same either way."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ from nexusbrain.operations.spec import Operation, View
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain
     from nexusbrain.cli.client import Remote
+
+
+# The operations whose command, finding no server, starts one in the background: the reads
+# (search, recall, explain, get, stats, and graph relations, history and traverse). A write
+# (add, delete, graph add) may be a one-off, or make the brain.
+READS = frozenset(
+    {"search", "recall", "explain", "document", "stats", "relations", "history", "traverse"}
+)
 
 
 class Local:
@@ -50,7 +59,8 @@ def brain_of(ctx: click.Context, *, create: bool = False) -> Brain:
 def answers_of(ctx: click.Context, operation: Operation, *, create: bool) -> Local | Remote:
     """Where a command asks: the running server (unless --local, or the operation is one no
     server answers), else the brain in this process (made, for a command that stores, if
-    there is none)."""
+    there is none). A read with no server to ask starts one in the background for the
+    commands after it (cli/autoserve.py) and answers in process."""
     root = ctx.find_root()
     served = operation.http is not None or operation.remote is not None
     if served and not root.obj["local"] and root.obj.get("brain") is None:
@@ -59,4 +69,8 @@ def answers_of(ctx: click.Context, operation: Operation, *, create: bool) -> Loc
         remote = reach(root.obj["db"])
         if remote is not None:
             return remote
+        if operation.name in READS:
+            from nexusbrain.cli.autoserve import start
+
+            start(root.obj["db"])
     return Local(brain_of(root, create=create))

@@ -17,6 +17,7 @@ import click
 import orjson
 
 from nexusbrain.bench.corpus import DEFAULT_SEED
+from nexusbrain.config import default_workers
 from nexusbrain.envelopes import DEFAULT_ENVELOPE, ENVELOPES
 from nexusbrain.errors import InvalidInput
 
@@ -97,8 +98,11 @@ def _server_db(url: str | None) -> str | None:
 )
 @_count("--searches", 200, "Requests in each latency series.")
 @_count("--concurrency", 8, "Clients in the concurrent series.")
-@_count(
-    "--workers", 1, "serve --workers of every server the bench starts (HTTP ingest and search)."
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    help="serve --workers of every server the bench starts (HTTP ingest and search). "
+    "Default: serve's, one per core (at most 4).",
 )
 @_count("--runs", 1, "Runs per scale; the report gives their median.")
 @click.option(
@@ -138,7 +142,7 @@ def bench(
     scales: str | None,
     searches: int,
     concurrency: int,
-    workers: int,
+    workers: int | None,
     runs: int,
     envelope: str | None,
     seed: int,
@@ -173,7 +177,7 @@ def bench(
         scales=parse_scales(scales or default),
         searches=searches,
         concurrency=concurrency,
-        workers=workers,
+        workers=workers or default_workers(),
         runs=runs,
         envelope=name,
         seed=seed,

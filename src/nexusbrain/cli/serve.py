@@ -30,10 +30,8 @@ from nexusbrain.cli.answers import brain_of
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes answering requests: one per core lets concurrent searches use them all "
-    "(not with --mcp).",
+    help="Processes answering requests, so that concurrent searches use every core. "
+    "Default: one per core, at most 4.",
 )
 @click.pass_context
 def serve(
@@ -43,7 +41,7 @@ def serve(
     log_level: str,
     mcp: bool,
     folders: tuple[Path, ...],
-    workers: int,
+    workers: int | None,
 ) -> None:
     """Start the HTTP API, the web UI (/app) and the API docs (/docs). Binding beyond
     loopback needs BRAIN_API_TOKEN.

@@ -1,6 +1,11 @@
 """MCP over streamable HTTP, mounted at /mcp on the REST app: behind the same Guard (Host and
 Origin, bearer token, request size limits), with the MCP session manager running in the app's
-lifespan."""
+lifespan.
+
+Stateless (the SDK's stateless mode): the server hands out no session id and keeps nothing
+between requests, so each call is answered by whichever worker of `serve` takes it. Nothing
+of nexusbrain's MCP needs a session: its tools and resources answer from the brain, and it
+sends the client no requests of its own."""
 
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ def mount_mcp(app: FastAPI, brain: Brain, settings: ServerSettings) -> None:
     manager = StreamableHTTPSessionManager(
         app=build_server(brain),
         json_response=True,
+        stateless=True,
         security_settings=_security(settings),
         max_request_body_size=settings.limits.max_request_bytes,
     )

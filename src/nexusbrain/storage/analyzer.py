@@ -33,6 +33,7 @@ _CJK_CHARS = (
     "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uff9f"
     "\U00020000-\U0002fa1f\U00030000-\U0003134f"
 )
+_CJK_FIRST = "\u1100"  # the first character of _CJK_CHARS
 _ACCENTED_BELOW = "\u0530"  # Latin, Greek and Cyrillic end here
 _local = threading.local()  # a stemmer is not safe to share between threads
 # Each word's stem, memoised: a dict lookup is several times cheaper than a call into the
@@ -46,10 +47,13 @@ def tokens(text: str) -> list[str]:
     """The index tokens of `text`, in order."""
     if text.isascii():
         return _stemmed(_ASCII_RUN.findall(text.lower()))
+    folded = _folded(text)
+    if max(folded, default="") < _CJK_FIRST:  # accents, dashes, Greek: no CJK to look for
+        return _stemmed(_RUN.findall(folded))
     cjk, pieces = _cjk()
     out: list[str] = []
     plain: list[str] = []
-    for run in _RUN.findall(_folded(text)):
+    for run in _RUN.findall(folded):
         if not cjk.search(run):
             plain.append(run)
             continue
@@ -63,8 +67,9 @@ def tokens(text: str) -> list[str]:
 @functools.cache
 def _cjk() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """A CJK character, and a run of CJK or of other characters: compiled on the first text
-    that is not ASCII (their character classes take ~4 ms to compile, and most queries are
-    ASCII)."""
+    that holds a character from _CJK_FIRST up (their character classes take ~4 ms to compile,
+    and most texts have none: a fresh process's first search met a dash or an accent in its
+    hits' text and paid for them)."""
     return re.compile(f"[{_CJK_CHARS}]"), re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from nexusbrain.storage.bm25 import distinct
+
 _BUFFERED = ("ids", "docs", "half", "sq", "codes")  # the per-row arrays of Buffers
 # A float16 value in [-1, 1] times 2**24 is a whole number: summed as integers, the vectors'
 # total is exact, so the centre is the same whatever order the rows came and went in.
@@ -207,7 +209,7 @@ class Rows:
         at = np.searchsorted(self.ids, chunk_ids)
         inside = at < len(self.ids)
         at = at[inside]
-        at = np.unique(at[self.ids[at] == chunk_ids[inside]])
+        at = distinct(at[self.ids[at] == chunk_ids[inside]])
         return at[self.alive[at]]
 
     def compacted(self, exact_max: int) -> Rows:
