@@ -128,7 +128,9 @@ def _param(arg: Arg) -> click.Parameter:
     if not isinstance(form, Option):
         if form is not None and form.many:
             return click.Argument([arg.name], type=kind, nargs=-1)
-        return click.Argument([arg.name], type=kind, required=arg.required, default=arg.default)
+        if arg.required:  # click 8.4 takes even default=None as a value, so none is given
+            return click.Argument([arg.name], type=kind)
+        return click.Argument([arg.name], type=kind, required=False, default=arg.default)
     return click.Option(
         [*form.decls, arg.name],
         type=None if arg.kind is Kind.BOOL else kind,
