@@ -46,7 +46,7 @@ class ProfileConfidence:
 
 # BEGIN fitted confidence (scripts/fit_confidence.py --write rewrites each model)
 _LEXICAL = _model(-4.0321, coverage=4.2746, matched=2.6065)
-_EDGE = _model(-4.3045, coverage=3.2526, matched=1.7045, cosine=3.3666, overlap=1.9272)
+_EDGE = _model(-4.226, coverage=3.4673, matched=1.8637, cosine=2.4964, overlap=1.8697)
 # quality: fitted on Cranfield, CISI, MED and LoCoMo dev only (docs/tuning.md)
 _QUALITY = _model(-4.6673, coverage=2.4831, matched=1.4873, cosine=5.7506, overlap=0.9702)
 # END fitted confidence
