@@ -200,6 +200,7 @@ def directory_report(report: DirectoryReport) -> dict[str, Any]:
         "deleted": report.deleted,
         "chunks": report.chunks,
         "errors": [{"path": p.path, "reason": p.reason} for p in report.errors],
+        "hidden": report.hidden,
         "seconds": round(report.seconds, 3),
     }
 

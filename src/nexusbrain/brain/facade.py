@@ -160,6 +160,11 @@ class Brain:
             raise
 
     @property
+    def location(self) -> str:
+        """Where the brain lives, for people: a file path, or a URL without its password."""
+        return self._backend.describe()
+
+    @property
     def graph(self) -> Graph:
         """The knowledge graph: entities and bitemporal relationships (graph/service.py)."""
         if self._graph is None:

@@ -52,7 +52,7 @@ def ingest_dir(
     if as_json:
         emit(views.directory_report(report))
     else:
-        render.directory_report(report)
+        render.directory_report(report, brain.location)
     if report.errors and strict:
         ctx.exit(1)
     if watch:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from nexusbrain.errors import InvalidInput
 from nexusbrain.summaries import also_in, place, recall_summary, relationship_line
 from nexusbrain.summaries import count as _count
 
@@ -76,12 +77,20 @@ class Bars:
         self.close()
 
 
-def directory_report(report: DirectoryReport) -> None:
+def directory_report(report: DirectoryReport, brain: str) -> None:
+    """An ingest's summary: what changed, into which brain, and what was left out."""
     click.echo(
         f"{report.root}: {report.added} added, {report.updated} updated, "
-        f"{report.unchanged} unchanged, {report.deleted} deleted, {report.chunks} chunks written "
-        f"in {report.seconds:.2f}s"
+        f"{report.unchanged} unchanged, {report.deleted} deleted,"
+        f" {_count(report.chunks, 'chunk')} written in {report.seconds:.2f}s"
     )
+    hidden = (
+        f"; {_count(report.hidden, 'hidden file or folder', 'hidden files and folders')}"
+        " skipped (names that begin with '.')"
+        if report.hidden
+        else ""
+    )
+    click.echo(f"into the brain at {brain}{hidden}")
     if report.errors:
         click.echo(f"{len(report.errors):,} skipped:", err=True)
     for problem in report.errors:
@@ -222,13 +231,19 @@ def import_summary(result: View) -> None:
 
 def document(doc: View, lines: tuple[int, int] | None) -> None:
     """A document (views.document), whole or only some lines, and its chunks if listed."""
+    content = doc["content"]
+    if lines is not None:
+        every = content.splitlines()
+        if lines[0] > len(every):  # else an empty answer looks like an empty document
+            raise InvalidInput(
+                f"--lines {lines[0]}-{lines[1]} is past the end of {doc['uri']}, which has"
+                f" {_count(len(every), 'line')}: ask for lines 1-{len(every)} or fewer"
+            )
+        content = "\n".join(every[lines[0] - 1 : lines[1]])
     state = f" (retired {doc['deleted_at'][:10]})" if doc["deleted_at"] else ""
     click.echo(
         f"# {doc['title']}{state}\n{doc['uri']}  id {doc['id']}  revision {doc['revision'][:12]}"
     )
-    content = doc["content"]
-    if lines is not None:
-        content = "\n".join(content.splitlines()[lines[0] - 1 : lines[1]])
     click.echo(f"\n{content}")
     for chunk in doc.get("chunks", ()):
         span = chunk["span"]

@@ -26,6 +26,7 @@ class Scan:
     root: Path
     files: tuple[Path, ...]
     problems: tuple[FileProblem, ...]
+    hidden: int = 0  # files and folders skipped because their name begins with "."
 
 
 def resolve_root(root: str | Path) -> Path:
@@ -47,6 +48,7 @@ def scan(root: str | Path) -> Scan:
     base = resolve_root(root)
     files: list[Path] = []
     problems: list[FileProblem] = []
+    hidden = 0
     stack: list[_Folder] = [_Folder(base, base, frozenset({base}))]
     while stack:
         folder = stack.pop()
@@ -57,6 +59,7 @@ def scan(root: str | Path) -> Scan:
             continue
         for entry in entries:
             if entry.name.startswith("."):
+                hidden += 1
                 continue
             if not _utf8(entry.path):
                 if entry.is_dir() or _wanted(entry.name):
@@ -71,7 +74,7 @@ def scan(root: str | Path) -> Scan:
                 stack.append(_Folder(Path(entry.path), real, folder.ancestors | {real}))
             elif entry.is_file(follow_symlinks=False) and _wanted(entry.name):
                 files.append(Path(entry.path))
-    return Scan(base, tuple(sorted(files)), tuple(problems))
+    return Scan(base, tuple(sorted(files)), tuple(problems), hidden)
 
 
 @dataclass(frozen=True, slots=True)
