@@ -341,3 +341,34 @@ def test_a_body_that_is_not_an_object_says_what_and_where(
         answer = http.post("/add", content=body, headers={"Content-Type": "application/json"})
         error = assert_error(answer, 422, "invalid_input")
         assert error["message"].startswith(message), error["message"]
+
+
+def test_uris_are_nfc_and_nul_is_refused_in_names_and_dropped_in_text(
+    live_server: LiveServer,
+) -> None:
+    """Issue 35.4: the NFC and NFD spellings of one uri made two documents, and NUL was
+    stored in uris, titles and tags."""
+    composed, decomposed = "notes/caf\u00e9.md", "notes/cafe\u0301.md"
+    with live_server.client() as http:
+        note = {"title": "Cafe", "content": "# Cafe\n\nthe espresso machine"}
+        first = http.post("/ingest/markdown", json={**note, "uri": decomposed}).json()
+        again = http.post("/ingest/markdown", json={**note, "uri": composed}).json()
+        assert (first["status"], again["status"], again["id"]) == (
+            "created",
+            "duplicate",
+            first["id"],
+        )
+        for spelling in (composed, decomposed):
+            found = http.get("/documents", params={"uri": spelling}).json()
+            assert (found["id"], found["uri"]) == (first["id"], composed)
+        for field, body in [
+            ("uri", {**note, "uri": "notes/a\x00b.md"}),
+            ("title", {**note, "uri": "notes/t.md", "title": "a\x00b"}),
+        ]:
+            error = assert_error(http.post("/ingest/markdown", json=body), 400, "invalid_input")
+            assert error["message"].startswith(f"{field} ") and "NUL" in error["message"]
+        tagged = http.post("/add", json={"text": "a memo", "tags": ["ok", "b\x00d"]})
+        assert "tag 'b\\x00d' holds a NUL" in assert_error(tagged, 400, "invalid_input")["message"]
+        written = http.post("/ingest/markdown", json={**note, "uri": "n/z.md", "content": "x\x00y"})
+        doc = http.get(f"/documents/{written.json()['id']}").json()
+        assert doc["content"] == "xy"

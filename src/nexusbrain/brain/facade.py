@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -391,8 +392,9 @@ class Brain:
         return self._store.get_document(document_id)
 
     def find_document(self, uri: str) -> Document:
-        """The document stored under this uri. Raises NotFound."""
-        document = self._store.find_document(uri)
+        """The document stored under this uri (or its NFC spelling, as writes store it).
+        Raises NotFound."""
+        document = self._find(uri)
         if document is None:
             raise NotFound(f"no document with uri or path {uri!r}")
         return document
@@ -407,13 +409,22 @@ class Brain:
             if int(ref) > MAX_ID:
                 raise NotFound(f"no document with id {ref}: ids are at most {MAX_ID}")
             return self.get_document(int(ref))
-        found = self._store.find_document(ref)
+        found = self._find(ref)
         if found is None:
             path = _existing_file(ref)
             if path is not None:
                 found = self._store.find_document(path)
         if found is None:
             raise NotFound(f"no document with uri or path {ref!r}")
+        return found
+
+    def _find(self, uri: str) -> Document | None:
+        """The document under `uri` as given (a file's path, as its file system spells
+        it), else under its NFC spelling (writes.uri)."""
+        found = self._store.find_document(uri)
+        if found is None:
+            nfc = unicodedata.normalize("NFC", uri)
+            found = self._store.find_document(nfc) if nfc != uri else None
         return found
 
     def document_chunks(self, document_id: int) -> list[Chunk]:
