@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import socket
 from datetime import UTC, datetime
 
 import orjson
@@ -372,3 +373,31 @@ def test_uris_are_nfc_and_nul_is_refused_in_names_and_dropped_in_text(
         written = http.post("/ingest/markdown", json={**note, "uri": "n/z.md", "content": "x\x00y"})
         doc = http.get(f"/documents/{written.json()['id']}").json()
         assert doc["content"] == "xy"
+
+
+def test_a_huge_url_and_json_nested_too_deep_are_refused_in_the_error_shape(
+    live_server: LiveServer,
+) -> None:
+    """Issue 35.5: a 1 MB URL got uvicorn's plain-text 400, and JSON nested past Python's
+    parser a generic 'error parsing the body'. Both name their limit."""
+    host, port = live_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as raw:
+        # 80 kB of the URL: the server answers once it holds over its limit, then closes
+        # (what else a client sends after that is reset, and can take the answer with it)
+        raw.sendall(b"GET /search?q=" + b"a" * 80_000)
+        answer = b""
+        while piece := raw.recv(65536):
+            answer += piece
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and b"content-type: application/json" in head
+    error = orjson.loads(body)["error"]
+    assert error["code"] == "invalid_input"
+    assert "over the limit of 65,536 bytes" in error["message"]
+    with live_server.client() as http:
+        deep = b'{"content": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        nested = http.post(
+            "/ingest/markdown", content=deep, headers={"content-type": "application/json"}
+        )
+        message = assert_error(nested, 400, "invalid_input")["message"]
+        assert "nested too deeply" in message and "at most 32 levels" in message
+        assert http.get("/health").status_code == 200  # the server goes on answering
