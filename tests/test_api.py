@@ -401,3 +401,20 @@ def test_a_huge_url_and_json_nested_too_deep_are_refused_in_the_error_shape(
         message = assert_error(nested, 400, "invalid_input")["message"]
         assert "nested too deeply" in message and "at most 32 levels" in message
         assert http.get("/health").status_code == 200  # the server goes on answering
+
+
+def test_a_batch_that_repeats_a_note_writes_it_once(live_server: LiveServer) -> None:
+    """Issue 35.7: two notes of the same content without a uri (the same derived uri) were
+    refused, though the document allows them: the second is a duplicate of the first, as if
+    sent after it. One uri with two contents is still refused."""
+    note = {"title": "Twice", "content": "# Twice\n\nthe same words"}
+    with live_server.client() as http:
+        answer = http.post("/ingest/markdown/batch", json={"documents": [note, note]}).json()
+        first, second = answer["results"]
+        assert (first["status"], second["status"]) == ("created", "duplicate")
+        assert second["id"] == first["id"] and answer["chunks"] == first["chunks"] == 1
+        other = {**note, "content": "# Twice\n\nother words"}
+        clash = [{**note, "uri": "t.md"}, {**other, "uri": "t.md"}]
+        refused = http.post("/ingest/markdown/batch", json={"documents": clash})
+        message = assert_error(refused, 400, "invalid_input")["message"]
+        assert "documents 1 and 2 of the batch have the same uri 't.md'" in message

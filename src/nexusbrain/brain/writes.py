@@ -48,16 +48,34 @@ class Writer:
         self._embedding = embedding
 
     def markdown(self, notes: Sequence[MarkdownNote]) -> list[WriteResult]:
+        """A batch, in one transaction. A note the batch already holds (the same uri and
+        content: without a uri, the same content) is a duplicate of it, as if sent after it;
+        two different notes under one uri are refused."""
         prepared = [self._prepared_note(_named(note)) for note in notes]
-        seen: dict[str, int] = {}
-        for position, item in enumerate(prepared, start=1):
+        seen: dict[str, int] = {}  # uri -> its first place in `prepared`
+        again: dict[int, int] = {}  # place of a repeated note -> place of its first
+        for position, item in enumerate(prepared):
             first = seen.setdefault(item.draft.uri, position)
-            if first != position:
+            if first == position:
+                continue
+            if prepared[first].draft.revision != item.draft.revision:
                 raise InvalidInput(
-                    f"documents {first} and {position} of the batch have the same uri"
-                    f" {item.draft.uri!r}"
+                    f"documents {first + 1} and {position + 1} of the batch have the same uri"
+                    f" {item.draft.uri!r} and different content: send one of them"
                 )
-        return self._write_notes(prepared) if prepared else []
+            again[position] = first
+        unique = [item for position, item in enumerate(prepared) if position not in again]
+        written = iter(self._write_notes(unique) if unique else [])
+        results: list[WriteResult] = []
+        for position in range(len(prepared)):
+            if position in again:
+                result = results[again[position]]
+                results.append(
+                    WriteResult(WriteStatus.DUPLICATE, result.document_id, result.revision, 0)
+                )
+            else:
+                results.append(next(written))
+        return results
 
     def memory(
         self, text: str, *, source: str | None, domain: str | None, tags: Sequence[str]

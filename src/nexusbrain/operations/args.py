@@ -19,7 +19,7 @@ class Kind(StrEnum):
 
     TEXT = "text"
     INT = "int"
-    ID = "id"  # a stored id: an integer from 1 to records.MAX_ID
+    ID = "id"  # a stored id: an integer from 1 to models.MAX_WIRE_ID (2**53 - 1) in a request
     BOOL = "bool"
     TIME = "time"  # an ISO-8601 time or date, "" for none
     REF = "ref"  # a document: its id, its uri, or the path of the file it was read from

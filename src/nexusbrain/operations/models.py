@@ -29,7 +29,12 @@ from nexusbrain.ingest.conversation import check_json_sizes
 from nexusbrain.operations import OPERATIONS
 from nexusbrain.operations.args import HAS_WORDS, TIME, Arg, Face, Group, Kind, Most
 from nexusbrain.operations.spec import Operation, in_body
-from nexusbrain.records import MAX_ID, json_problem
+from nexusbrain.records import json_problem
+
+# The largest id a request may name: the largest integer every JSON parser holds exactly.
+# Stored ids may reach records.MAX_ID (2**63 - 1), but a client that reads the bound as a
+# double takes 2**63 + 191 for it, and sends ids the server must refuse.
+MAX_WIRE_ID = 2**53 - 1
 
 
 class Strict(BaseModel):
@@ -205,7 +210,7 @@ def checks(arg: Arg, *, nullable: bool) -> dict[str, Any]:
         extra["enum"] = [*extra["enum"], None]  # type: ignore[misc]
     found: dict[str, Any] = {
         "ge": 1 if arg.kind is Kind.ID else arg.ge,
-        "le": MAX_ID if arg.kind is Kind.ID else arg.le,
+        "le": MAX_WIRE_ID if arg.kind is Kind.ID else arg.le,
         "min_length": arg.min_length,
         "max_length": arg.max_length,
         "description": arg.help or None,
