@@ -418,3 +418,44 @@ def test_a_batch_that_repeats_a_note_writes_it_once(live_server: LiveServer) -> 
         refused = http.post("/ingest/markdown/batch", json={"documents": clash})
         message = assert_error(refused, 400, "invalid_input")["message"]
         assert "documents 1 and 2 of the batch have the same uri 't.md'" in message
+
+
+def test_names_declare_that_they_hold_no_nul(live_server: LiveServer) -> None:
+    """Issue 35.7: the document did not say that a name may not hold a NUL, which the server
+    refuses (issue 35.4)."""
+    with live_server.client() as http:
+        schemas = http.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["MemoryIn"]["properties"]["tags"]["items"]["pattern"] == "^[^\\x00]*$"
+    for model, field in [("MarkdownIn", "uri"), ("MarkdownIn", "title"), ("MemoryIn", "source")]:
+        declared = schemas[model]["properties"][field]
+        patterns = [declared.get("pattern")] + [s.get("pattern") for s in declared.get("anyOf", [])]
+        assert "^[^\\x00]*$" in patterns, (model, field, declared)
+
+
+def test_a_number_with_no_fraction_is_an_integer(live_server: LiveServer) -> None:
+    """Issue 35.7: JSON Schema counts 901.0 as an integer, and the server refused it."""
+    with live_server.client() as http:
+        answer = http.post("/recall", json={"query": "deploy", "k": 3.0, "budget_tokens": 2e2})
+        assert answer.status_code == 200, answer.text
+        assert_error(http.post("/recall", json={"query": "x", "k": 2.5}), 422, "invalid_input")
+        assert_error(http.post("/recall", json={"query": "x", "k": "3"}), 422, "invalid_input")
+        assert_error(http.post("/recall", json={"query": "x", "k": 0.0}), 422, "invalid_input")
+
+
+def test_a_conversation_refuses_nul_in_its_session_id_and_drops_it_in_turns(
+    live_server: LiveServer,
+) -> None:
+    """Issue 35.4, for conversations: the session id makes the document's uri."""
+    turns = [{"role": "user", "content": "the deploy\x00 key rotates"}]
+    with live_server.client() as http:
+        bad = {"sessions": [{"id": "s\x001", "turns": turns}]}
+        error = assert_error(http.post("/ingest/conversation", json=bad), 400, "invalid_input")
+        assert error["message"].startswith("session id 's\\x001' holds a NUL")
+        written = http.post(
+            "/ingest/conversation", json={"sessions": [{"id": "s1", "turns": turns}]}
+        )
+        assert written.status_code == 200, written.text
+        hits = http.get("/search", params={"q": "deploy key rotates"}).json()["hits"]
+        assert [h["text"] for h in hits if h["uri"].endswith("/s1")] == [
+            "user: the deploy key rotates"
+        ]

@@ -220,6 +220,7 @@ def check(outcome: Outcome) -> None:
     assert outcome.operations and succeeded == outcome.operations, outcome.operations - succeeded
 
 
+@pytest.mark.long
 def test_every_operation_answers_as_declared(fuzzed: LiveServer) -> None:
     check(fuzz(fuzzed, 8, stateful=False, token=True))
 
@@ -238,6 +239,7 @@ def test_every_operation_answers_as_declared_at_length(
 # one content per uri in a batch, and integers within 64 bits in free-form fields (metadata, a
 # turn's extras), which JSON Schema cannot tell from numbers.
 BEYOND_SCHEMA = {
+    "POST /import",  # its body is NDJSON, which a JSON Schema of a string cannot describe
     "GET /graph/relations",
     "POST /ingest",
     "POST /ingest/markdown/batch",
@@ -252,7 +254,8 @@ def test_requests_the_document_allows_are_accepted_but_for_rules_beyond_it(
 ) -> None:
     """Issue 35.7: with schemathesis's positive-data check on, the only refusals of requests
     the document allows are of BEYOND_SCHEMA's operations (an empty /import and ids past
-    2**53 - 1, which clients compare as doubles, were refused too)."""
+    2**53 - 1, which clients compare as doubles, NUL in names and a batch that repeats a note
+    were refused too)."""
     outcome = fuzz(fuzzed, 10, stateful=False, token=True, positive=True)
     print(outcome.summary())
     refused = {key.split(": ")[0] for key in outcome.failures if "ST202" in key}

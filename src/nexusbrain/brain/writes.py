@@ -243,10 +243,11 @@ def _memory_title(text: str) -> str:
 NUL = "\x00"
 
 
-def uri(value: str) -> str:
-    """A uri as stored and looked up: NFC, so that the composed and decomposed spellings of
-    one name are one document. InvalidInput for a NUL, which no path or link holds."""
-    return unicodedata.normalize("NFC", label(value, "uri"))
+def uri(value: str, field: str = "uri") -> str:
+    """A uri (or a part of one, named by `field`) as stored and looked up: NFC, so that the
+    composed and decomposed spellings of one name are one document. InvalidInput for a NUL,
+    which no path or link holds."""
+    return unicodedata.normalize("NFC", label(value, field))
 
 
 def label(value: str, field: str) -> str:
@@ -274,16 +275,14 @@ def _named(note: MarkdownNote) -> MarkdownNote:
 def _session(session: Session) -> Session:
     """A session whose id and conversation are checked (they make its uri) and whose turns
     hold no NUL."""
-    from nexusbrain.ingest.conversation import Turn
-
     turns = tuple(
-        Turn(t.role, t.content.replace(NUL, ""), t.timestamp, t.id) if NUL in t.content else t
+        replace(t, content=t.content.replace(NUL, "")) if NUL in t.content else t
         for t in session.turns
     )
     conversation = session.conversation
     return replace(
         session,
-        id=uri(session.id),
-        conversation=uri(conversation) if conversation is not None else None,
+        id=uri(session.id, "session id"),
+        conversation=uri(conversation, "conversation") if conversation is not None else None,
         turns=turns,
     )
