@@ -238,10 +238,11 @@ def test_a_hit_says_it_was_said_on_the_day_asked(run, tmp_path: Path) -> None:  
 
 
 def test_hits_say_where_they_ranked_and_explain_gives_the_raw_scores(run) -> None:  # type: ignore[no-untyped-def]
-    assert run("add", "the okapi grazes at dawn").exit_code == 0
+    assert run("add", "the okapi grazes at dawn", "--tag", "zoo", "--tag", "dawn").exit_code == 0
     assert run("add", "the harbor lantern is blue").exit_code == 0
     shown = run("search", "okapi", "--mode", "balanced").output.splitlines()
-    assert shown[1].startswith("  1. memory:") and shown[2].strip().startswith(
+    # a memory is its id (which `get` takes) and its tags, not its uri's hash (issue 35.12)
+    assert shown[1] == "  1. memory 1, tagged zoo, dawn" and shown[2].strip().startswith(
         "found by keywords #1"
     )
     assert "fused score" not in "\n".join(shown)

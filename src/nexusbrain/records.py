@@ -73,6 +73,7 @@ class DocumentHead:
     domain: str
     kind: DocumentKind
     revision: str
+    tags: tuple[str, ...] = ()  # a memory's tags (`add --tag`): how a person knows it
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +309,7 @@ class Hit:
     trace: Trace
     truncated: bool = False  # recall cut its text to fit the budget (its span says where)
     also_in: tuple[Copy, ...] = ()  # copies of its text, which the search did not show again
+    tags: tuple[str, ...] = ()  # a memory's tags
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,6 +129,7 @@ def hit(value: Hit) -> dict[str, Any]:
             {"chunk_id": c.chunk_id, "document_id": c.document_id, "uri": c.uri, "span": span(c)}
             for c in value.also_in
         ],
+        "tags": list(value.tags),
     }
 
 

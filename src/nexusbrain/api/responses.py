@@ -218,6 +218,7 @@ class HitOut(Out):
         description="other places that hold this hit's text (copies, shown once); empty with"
         " distinct=false"
     )
+    tags: list[str] = Field(description="a memory's tags; empty for other documents")
 
 
 class CopyOut(Out):

@@ -111,6 +111,15 @@ def _snippet(text: str, width: int = 200) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _source(hit: View) -> str:
+    """Where a hit comes from, for people: uri:lines, or for a memory (whose uri is a hash)
+    its document id, which `get` takes, and its tags."""
+    if hit["kind"] != "memory":
+        return place(hit)
+    tags = hit.get("tags") or ()
+    return f"memory {hit['document_id']}" + (f", tagged {', '.join(tags)}" if tags else "")
+
+
 def hits(found: Sequence[View], *, explain: bool = False, match: str | None = None) -> None:
     """A search's hits (views.hit), one heading line and a snippet each, after how good a
     match they are (the view's `match`)."""
@@ -126,7 +135,7 @@ def hits(found: Sequence[View], *, explain: bool = False, match: str | None = No
         )
     for hit in found:
         heading = " > ".join(hit["heading_path"])
-        click.echo(f"{hit['rank']:>3}. {place(hit)}" + (f"  [{heading}]" if heading else ""))
+        click.echo(f"{hit['rank']:>3}. {_source(hit)}" + (f"  [{heading}]" if heading else ""))
         click.echo(f"     {_ranked_in(hit['trace'])}")
         click.echo(f"     {_snippet(hit['text'])}")
         if hit["also_in"]:
@@ -200,7 +209,7 @@ def recall(result: View) -> None:
         click.echo(result["match"])
     for hit in result["hits"]:
         cut = ", cut to fit" if hit["truncated"] else ""
-        click.echo(f"\n[{hit['rank']}] {place(hit)} (revision {hit['revision'][:12]}{cut})")
+        click.echo(f"\n[{hit['rank']}] {_source(hit)} (revision {hit['revision'][:12]}{cut})")
         if hit["also_in"]:
             click.echo(f"({also_in(hit)})")
         click.echo(hit["text"])

@@ -43,6 +43,7 @@ def build_hits(
                 heading_path=chunk.heading_path,
                 trace=trace,
                 also_in=tuple(_copy(*found[c]) for c in copies.get(chunk_id, ()) if c in found),
+                tags=head.tags,
             )
         )
     return hits
