@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import socket
 from datetime import UTC, datetime
 
 import orjson
@@ -341,3 +342,120 @@ def test_a_body_that_is_not_an_object_says_what_and_where(
         answer = http.post("/add", content=body, headers={"Content-Type": "application/json"})
         error = assert_error(answer, 422, "invalid_input")
         assert error["message"].startswith(message), error["message"]
+
+
+def test_uris_are_nfc_and_nul_is_refused_in_names_and_dropped_in_text(
+    live_server: LiveServer,
+) -> None:
+    """Issue 35.4: the NFC and NFD spellings of one uri made two documents, and NUL was
+    stored in uris, titles and tags."""
+    composed, decomposed = "notes/caf\u00e9.md", "notes/cafe\u0301.md"
+    with live_server.client() as http:
+        note = {"title": "Cafe", "content": "# Cafe\n\nthe espresso machine"}
+        first = http.post("/ingest/markdown", json={**note, "uri": decomposed}).json()
+        again = http.post("/ingest/markdown", json={**note, "uri": composed}).json()
+        assert (first["status"], again["status"], again["id"]) == (
+            "created",
+            "duplicate",
+            first["id"],
+        )
+        for spelling in (composed, decomposed):
+            found = http.get("/documents", params={"uri": spelling}).json()
+            assert (found["id"], found["uri"]) == (first["id"], composed)
+        for field, body in [
+            ("uri", {**note, "uri": "notes/a\x00b.md"}),
+            ("title", {**note, "uri": "notes/t.md", "title": "a\x00b"}),
+        ]:
+            error = assert_error(http.post("/ingest/markdown", json=body), 400, "invalid_input")
+            assert error["message"].startswith(f"{field} ") and "NUL" in error["message"]
+        tagged = http.post("/add", json={"text": "a memo", "tags": ["ok", "b\x00d"]})
+        assert "tag 'b\\x00d' holds a NUL" in assert_error(tagged, 400, "invalid_input")["message"]
+        written = http.post("/ingest/markdown", json={**note, "uri": "n/z.md", "content": "x\x00y"})
+        doc = http.get(f"/documents/{written.json()['id']}").json()
+        assert doc["content"] == "xy"
+
+
+def test_a_huge_url_and_json_nested_too_deep_are_refused_in_the_error_shape(
+    live_server: LiveServer,
+) -> None:
+    """Issue 35.5: a 1 MB URL got uvicorn's plain-text 400, and JSON nested past Python's
+    parser a generic 'error parsing the body'. Both name their limit."""
+    host, port = live_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as raw:
+        # 80 kB of the URL: the server answers once it holds over its limit, then closes
+        # (what else a client sends after that is reset, and can take the answer with it)
+        raw.sendall(b"GET /search?q=" + b"a" * 80_000)
+        answer = b""
+        while piece := raw.recv(65536):
+            answer += piece
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and b"content-type: application/json" in head
+    error = orjson.loads(body)["error"]
+    assert error["code"] == "invalid_input"
+    assert "over the limit of 65,536 bytes" in error["message"]
+    with live_server.client() as http:
+        deep = b'{"content": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        nested = http.post(
+            "/ingest/markdown", content=deep, headers={"content-type": "application/json"}
+        )
+        message = assert_error(nested, 400, "invalid_input")["message"]
+        assert "nested too deeply" in message and "at most 32 levels" in message
+        assert http.get("/health").status_code == 200  # the server goes on answering
+
+
+def test_a_batch_that_repeats_a_note_writes_it_once(live_server: LiveServer) -> None:
+    """Issue 35.7: two notes of the same content without a uri (the same derived uri) were
+    refused, though the document allows them: the second is a duplicate of the first, as if
+    sent after it. One uri with two contents is still refused."""
+    note = {"title": "Twice", "content": "# Twice\n\nthe same words"}
+    with live_server.client() as http:
+        answer = http.post("/ingest/markdown/batch", json={"documents": [note, note]}).json()
+        first, second = answer["results"]
+        assert (first["status"], second["status"]) == ("created", "duplicate")
+        assert second["id"] == first["id"] and answer["chunks"] == first["chunks"] == 1
+        other = {**note, "content": "# Twice\n\nother words"}
+        clash = [{**note, "uri": "t.md"}, {**other, "uri": "t.md"}]
+        refused = http.post("/ingest/markdown/batch", json={"documents": clash})
+        message = assert_error(refused, 400, "invalid_input")["message"]
+        assert "documents 1 and 2 of the batch have the same uri 't.md'" in message
+
+
+def test_names_declare_that_they_hold_no_nul(live_server: LiveServer) -> None:
+    """Issue 35.7: the document did not say that a name may not hold a NUL, which the server
+    refuses (issue 35.4)."""
+    with live_server.client() as http:
+        schemas = http.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["MemoryIn"]["properties"]["tags"]["items"]["pattern"] == "^[^\\x00]*$"
+    for model, field in [("MarkdownIn", "uri"), ("MarkdownIn", "title"), ("MemoryIn", "source")]:
+        declared = schemas[model]["properties"][field]
+        patterns = [declared.get("pattern")] + [s.get("pattern") for s in declared.get("anyOf", [])]
+        assert "^[^\\x00]*$" in patterns, (model, field, declared)
+
+
+def test_a_number_with_no_fraction_is_an_integer(live_server: LiveServer) -> None:
+    """Issue 35.7: JSON Schema counts 901.0 as an integer, and the server refused it."""
+    with live_server.client() as http:
+        answer = http.post("/recall", json={"query": "deploy", "k": 3.0, "budget_tokens": 2e2})
+        assert answer.status_code == 200, answer.text
+        assert_error(http.post("/recall", json={"query": "x", "k": 2.5}), 422, "invalid_input")
+        assert_error(http.post("/recall", json={"query": "x", "k": "3"}), 422, "invalid_input")
+        assert_error(http.post("/recall", json={"query": "x", "k": 0.0}), 422, "invalid_input")
+
+
+def test_a_conversation_refuses_nul_in_its_session_id_and_drops_it_in_turns(
+    live_server: LiveServer,
+) -> None:
+    """Issue 35.4, for conversations: the session id makes the document's uri."""
+    turns = [{"role": "user", "content": "the deploy\x00 key rotates"}]
+    with live_server.client() as http:
+        bad = {"sessions": [{"id": "s\x001", "turns": turns}]}
+        error = assert_error(http.post("/ingest/conversation", json=bad), 400, "invalid_input")
+        assert error["message"].startswith("session id 's\\x001' holds a NUL")
+        written = http.post(
+            "/ingest/conversation", json={"sessions": [{"id": "s1", "turns": turns}]}
+        )
+        assert written.status_code == 200, written.text
+        hits = http.get("/search", params={"q": "deploy key rotates"}).json()["hits"]
+        assert [h["text"] for h in hits if h["uri"].endswith("/s1")] == [
+            "user: the deploy key rotates"
+        ]

@@ -131,6 +131,38 @@ def test_command_line_mistakes_are_one_line_with_the_fix_and_exit_1(tmp_path: Pa
         assert (result.exit_code, result.output.strip().splitlines()) == (1, [told]), args
 
 
+def test_summaries_say_where_what_was_left_out_and_count_right(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 35.12: the ingest summary names the brain and the hidden entries it skipped, in
+    the singular for one; a skipped file's path is said once; lines past a document's end are
+    an error that says how many it has."""
+    notes = tmp_path / "notes"
+    (notes / ".git").mkdir(parents=True)
+    (notes / ".git" / "x.md").write_text("# Hidden\n\ninside a hidden folder")
+    (notes / ".draft.md").write_text("# Draft\n\nhidden file")
+    (notes / "a.md").write_text("# A\n\nhello world")
+    (notes / "bad.md").write_bytes(b"\xff\xfe")
+    result = run("ingest-dir", str(notes))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert f"{notes}: 1 added, 0 updated, 0 unchanged, 0 deleted, 1 chunk written in" in lines[0]
+    assert lines[1] == (
+        f"into the brain at {tmp_path / 'cli.db'}; 2 hidden files and folders skipped"
+        " (names that begin with '.')"
+    )
+    skipped = [line for line in lines if "bad.md" in line]
+    assert skipped == [
+        f"  {notes / 'bad.md'}: not valid UTF-8 (byte 0: invalid start byte); convert it to UTF-8"
+    ]
+    past = run("get", str(notes / "a.md"), "--lines", "99999-100000")
+    assert (past.exit_code, past.output.splitlines()) == (
+        1,
+        [
+            f"error: --lines 99999-100000 is past the end of {notes / 'a.md'}, which has"
+            " 3 lines: ask for lines 1-3 or fewer"
+        ],
+    )
+
+
 def test_lazy_commands_are_listed_with_their_own_help_without_being_imported() -> None:
     listing = CliRunner().invoke(cli, ["--help"]).output
     for name, (_, summary) in LAZY.items():
@@ -206,10 +238,11 @@ def test_a_hit_says_it_was_said_on_the_day_asked(run, tmp_path: Path) -> None:  
 
 
 def test_hits_say_where_they_ranked_and_explain_gives_the_raw_scores(run) -> None:  # type: ignore[no-untyped-def]
-    assert run("add", "the okapi grazes at dawn").exit_code == 0
+    assert run("add", "the okapi grazes at dawn", "--tag", "zoo", "--tag", "dawn").exit_code == 0
     assert run("add", "the harbor lantern is blue").exit_code == 0
     shown = run("search", "okapi", "--mode", "balanced").output.splitlines()
-    assert shown[1].startswith("  1. memory:") and shown[2].strip().startswith(
+    # a memory is its id (which `get` takes) and its tags, not its uri's hash (issue 35.12)
+    assert shown[1] == "  1. memory 1, tagged zoo, dawn" and shown[2].strip().startswith(
         "found by keywords #1"
     )
     assert "fused score" not in "\n".join(shown)

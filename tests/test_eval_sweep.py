@@ -97,7 +97,8 @@ def test_run_all_runs_every_suite_and_mode_and_logs_them(git_root: Path, tmp_pat
             record = by_key[(suite, mode)]
             assert record.status is RunStatus.COMPLETED, record.reason
             assert record.run_id.endswith(f"-{suite}-{mode}-42") and record.seed == 42
-            assert f"[eval run-all] {record.run_id}: completed" in out
+            figures = ", ".join(f"{name} {value:.4f}" for name, value in record.metrics.items())
+            assert f"[eval run-all] {record.run_id}: completed, {figures}\n" in out
             assert record.per_question and record.metrics and record.data_fingerprint
             assert record.avg_tokens is not None and record.p99_latency_ms is not None
             assert record.cost_per_query_usd == 0.0

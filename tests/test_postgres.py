@@ -248,10 +248,12 @@ def _fullest_tier(postgres: Server, schema: str, term: str) -> int:
         return int(row.fetchone()[0])
 
 
-def _stream_writes(backend: Backend, start: int, seconds: float) -> int:
-    """Write one note holding "common" every 20 ms for `seconds`; returns the next number."""
+def _stream_writes(backend: Backend, start: int, seconds: float, least: int = 0) -> int:
+    """Write one note holding "common" every 20 ms for `seconds`, and at least `least` notes
+    (a loaded machine writes few in that time); returns the next number."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    first = start
+    while time.monotonic() < deadline or start - first < least:
         write(backend, draft(f"s{start}.md", text=f"common s{start}"), [chunk(f"common s{start}")])
         start += 1
         time.sleep(0.02)
@@ -270,7 +272,7 @@ def test_compaction_yields_to_a_stream_of_writes_but_only_so_long(
     compactor = Compactor(backend.db, backend.lexical.live, 0.05, longest_wait)  # type: ignore[attr-defined]
     compactor.start()
     try:
-        n = _stream_writes(backend, 0, 1.5)
+        n = _stream_writes(backend, 0, 1.5, least=4 * FANOUT)
         during = _segments_of(postgres, schema, "common")
         if longest_wait > 1.5:
             assert during == n  # one segment a write: nothing merged while writes streamed

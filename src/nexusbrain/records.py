@@ -58,6 +58,9 @@ class DocumentHead:
     domain: str
     kind: DocumentKind
     revision: str
+    # a memory's tags (`add --tag`): how a person knows it; keyword-only, so that a Document's
+    # own fields can follow the head's
+    tags: tuple[str, ...] = field(default=(), kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +349,7 @@ class Hit:
     truncated: bool = False  # recall cut its text to fit the budget (its span says where)
     also_in: tuple[Copy, ...] = ()  # copies of its text, which the search did not show again
     page: int | None = None  # the PDF page its chunk is on (from 1); None for other kinds
+    tags: tuple[str, ...] = ()  # a memory's tags
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,6 +139,7 @@ def hit(value: Hit) -> dict[str, Any]:
             }
             for c in value.also_in
         ],
+        "tags": list(value.tags),
     }
 
 
@@ -232,6 +233,7 @@ def directory_report(report: DirectoryReport) -> dict[str, Any]:
         "deleted": report.deleted,
         "chunks": report.chunks,
         "errors": [{"path": p.path, "reason": p.reason} for p in report.errors],
+        "hidden": report.hidden,
         "seconds": round(report.seconds, 3),
     }
 

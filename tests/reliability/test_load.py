@@ -124,6 +124,7 @@ def _drive(db: Path, url: str, seconds: float) -> tuple[list[str], list[str], di
     return errors, written, counts
 
 
+@pytest.mark.long
 def test_writers_readers_exports_and_the_cli_for_10_seconds(tmp_path: Path) -> None:
     run_load(tmp_path, 10)
 

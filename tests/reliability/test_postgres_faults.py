@@ -145,10 +145,12 @@ def replica_kill_trials(
     _all_there(url, acknowledged)
 
 
+@pytest.mark.long
 def test_kill_9_of_one_replica_during_ingest(postgres: Server, tmp_path: Path) -> None:
     replica_kill_trials(postgres, tmp_path, trials=2, seed=3)
 
 
+@pytest.mark.long
 def test_kill_9_of_one_replica_during_ingest_with_an_hnsw_index(
     postgres: Server, tmp_path: Path
 ) -> None:
@@ -170,6 +172,7 @@ def own_server() -> Iterator[Server]:
         server.close()
 
 
+@pytest.mark.long
 def test_postgres_restarted_under_load(own_server: Server, tmp_path: Path) -> None:
     url = own_server.url()
     with (

@@ -106,11 +106,23 @@ def _record_routes(app: FastAPI, brain: Brain) -> None:
         return _lines(brain.admin.captured)
 
 
+PIECE_BYTES = 256 * 1024  # NDJSON sent at a time
+
+
 def _lines(records: Callable[[], Iterator[dict[str, Any]]]) -> StreamingResponse:
-    """The records as NDJSON, read as the response is sent."""
+    """The records as NDJSON, read as the response is sent, in pieces of many lines: the
+    server fetches each piece from a worker thread and sends it through the middleware, and
+    a piece a line made /export ten times slower than the CLI's export."""
 
     def lines() -> Iterator[bytes]:
+        piece = bytearray()
         for record in records():
-            yield orjson.dumps(record) + b"\n"
+            piece += orjson.dumps(record)
+            piece += b"\n"
+            if len(piece) >= PIECE_BYTES:
+                yield bytes(piece)
+                piece.clear()
+        if piece:
+            yield bytes(piece)
 
     return StreamingResponse(lines(), media_type="application/x-ndjson")

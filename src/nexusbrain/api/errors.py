@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+import h11
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from nexusbrain.errors import (
     BrainError,
@@ -25,8 +27,11 @@ from nexusbrain.errors import (
     TooLarge,
     Unavailable,
 )
+from nexusbrain.records import MAX_JSON_DEPTH
 
 log = logging.getLogger(__name__)
+
+MAX_HEAD_BYTES = 64 * 1024  # a request's line and headers: what h11 buffers of them
 
 STATUS: dict[type[BrainError], int] = {
     Busy: 503,
@@ -108,6 +113,13 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
+        if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+            return error_response(
+                400,
+                "invalid_input",
+                "the body's JSON is nested too deeply to read: a request may nest values at"
+                f" most {MAX_JSON_DEPTH} levels deep",
+            )
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         headers = exc.headers
         if exc.status_code == 405:
@@ -135,3 +147,27 @@ def allowed_methods(request: Request) -> str:
 def _busy(message: str) -> Response:
     text = f"the database is busy with another writer, nothing was changed: retry ({message})"
     return error_response(503, Busy.code, text, RETRY_BUSY)
+
+
+class ShapedH11(H11Protocol):
+    """uvicorn's HTTP/1.1, its refusals of what is not a request (a request line or headers
+    over MAX_HEAD_BYTES, bytes that are not HTTP) in the error shape instead of plain text."""
+
+    def send_400_response(self, msg: str) -> None:
+        buffered = len(self.conn.trailing_data[0])
+        if buffered >= MAX_HEAD_BYTES:
+            message = (
+                f"the request line and headers are over the limit of {MAX_HEAD_BYTES:,} bytes:"
+                " send long text in a JSON body (POST), not in the URL"
+            )
+        else:
+            message = "the request is not valid HTTP/1.1"
+        shaped = error_response(400, "invalid_input", message)
+        headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=bytes(shaped.body)),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()

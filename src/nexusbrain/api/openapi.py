@@ -67,7 +67,11 @@ NDJSON_BODY = {
         "required": True,
         "description": NDJSON["description"],
         "content": {
-            "application/x-ndjson": {"schema": {"type": "string"}, "example": IMPORT_EXAMPLE}
+            "application/x-ndjson": {
+                # an empty stream is refused: there is nothing to import
+                "schema": {"type": "string", "minLength": 1, "pattern": r"\S"},
+                "example": IMPORT_EXAMPLE,
+            }
         },
     }
 }

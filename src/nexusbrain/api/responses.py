@@ -221,6 +221,7 @@ class HitOut(HitHeadOut):
         description="other places that hold this hit's text (copies, shown once); empty with"
         " distinct=false"
     )
+    tags: list[str] = Field(description="a memory's tags; empty for other documents")
 
 
 class CopyOut(Out):

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp
 from nexusbrain import discovery
 from nexusbrain.api.accept import Acceptor, Shares, Tally
 from nexusbrain.api.app import create_app
+from nexusbrain.api.errors import MAX_HEAD_BYTES, ShapedH11
 from nexusbrain.api.guard import check_bind
 from nexusbrain.brain import Brain
 from nexusbrain.config import ServerSettings, default_workers, server_settings
@@ -277,6 +278,8 @@ def uvicorn_config(app: ASGIApp, settings: ServerSettings, log_level: str) -> uv
         port=settings.port,
         log_level=log_level,
         access_log=False,
+        http=ShapedH11,  # its refusals in the error shape
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         proxy_headers=bool(trusted),
         forwarded_allow_ips=trusted or None,
     )

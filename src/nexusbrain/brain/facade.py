@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -170,6 +171,11 @@ class Brain:
 
             self._sources = Sources(self._backend.sources, self._store, self._writer, self._clock)
         return self._sources
+
+    @property
+    def location(self) -> str:
+        """Where the brain lives, for people: a file path, or a URL without its password."""
+        return self._backend.describe()
 
     @property
     def graph(self) -> Graph:
@@ -398,8 +404,9 @@ class Brain:
         return self._store.get_document(document_id)
 
     def find_document(self, uri: str) -> Document:
-        """The document stored under this uri. Raises NotFound."""
-        document = self._store.find_document(uri)
+        """The document stored under this uri (or its NFC spelling, as writes store it).
+        Raises NotFound."""
+        document = self._find(uri)
         if document is None:
             raise NotFound(f"no document with uri or path {uri!r}")
         return document
@@ -414,7 +421,7 @@ class Brain:
             if int(ref) > MAX_ID:
                 raise NotFound(f"no document with id {ref}: ids are at most {MAX_ID}")
             return self.get_document(int(ref))
-        found = self._store.find_document(ref)
+        found = self._find(ref)
         if found is None:
             path = _existing_file(ref)
             if path is not None:
@@ -431,6 +438,15 @@ class Brain:
         if limit < 1:
             raise InvalidInput(f"limit={limit} must be at least 1")
         return self._store.list_documents(prefix, min(limit, MAX_ID))
+
+    def _find(self, uri: str) -> Document | None:
+        """The document under `uri` as given (a file's path, as its file system spells
+        it), else under its NFC spelling (writes.uri)."""
+        found = self._store.find_document(uri)
+        if found is None:
+            nfc = unicodedata.normalize("NFC", uri)
+            found = self._store.find_document(nfc) if nfc != uri else None
+        return found
 
     def document_chunks(self, document_id: int) -> list[Chunk]:
         """A document's chunks in order. Raises NotFound."""

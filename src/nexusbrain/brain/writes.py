@@ -5,7 +5,9 @@ a note and its edges out of step."""
 from __future__ import annotations
 
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,16 +48,34 @@ class Writer:
         self._embedding = embedding
 
     def markdown(self, notes: Sequence[MarkdownNote]) -> list[WriteResult]:
-        prepared = [self._prepared_note(note) for note in notes]
-        seen: dict[str, int] = {}
-        for position, item in enumerate(prepared, start=1):
+        """A batch, in one transaction. A note the batch already holds (the same uri and
+        content: without a uri, the same content) is a duplicate of it, as if sent after it;
+        two different notes under one uri are refused."""
+        prepared = [self._prepared_note(_named(note)) for note in notes]
+        seen: dict[str, int] = {}  # uri -> its first place in `prepared`
+        again: dict[int, int] = {}  # place of a repeated note -> place of its first
+        for position, item in enumerate(prepared):
             first = seen.setdefault(item.draft.uri, position)
-            if first != position:
+            if first == position:
+                continue
+            if prepared[first].draft.revision != item.draft.revision:
                 raise InvalidInput(
-                    f"documents {first} and {position} of the batch have the same uri"
-                    f" {item.draft.uri!r}"
+                    f"documents {first + 1} and {position + 1} of the batch have the same uri"
+                    f" {item.draft.uri!r} and different content: send one of them"
                 )
-        return self._write_notes(prepared) if prepared else []
+            again[position] = first
+        unique = [item for position, item in enumerate(prepared) if position not in again]
+        written = iter(self._write_notes(unique) if unique else [])
+        results: list[WriteResult] = []
+        for position in range(len(prepared)):
+            if position in again:
+                result = results[again[position]]
+                results.append(
+                    WriteResult(WriteStatus.DUPLICATE, result.document_id, result.revision, 0)
+                )
+            else:
+                results.append(next(written))
+        return results
 
     def memory(
         self, text: str, *, source: str | None, domain: str | None, tags: Sequence[str]
@@ -64,9 +84,9 @@ class Writer:
 
         body = self._checked_text(text, "text")
         revision = content_hash(body.encode("utf-8"))
-        metadata: dict[str, Any] = {"tags": list(tags)}
+        metadata: dict[str, Any] = {"tags": [label(tag, "tag") for tag in tags]}
         if source:
-            metadata["source"] = source
+            metadata["source"] = label(source, "source")
         prepared = prepare_markdown(
             body,
             uri=f"memory:{revision[:32]}",
@@ -84,6 +104,7 @@ class Writer:
     ) -> list[WriteResult]:
         from nexusbrain.ingest.conversation import prepare_session
 
+        sessions = [_session(s) for s in sessions]
         roles = frozenset(r.lower() for r in index_roles) if index_roles is not None else None
         chosen = domain or self._settings.default_domain
         most = self._settings.limits.max_session_turns
@@ -161,6 +182,7 @@ class Writer:
         problem = json_problem({field: text})  # a lone surrogate cannot be stored as UTF-8
         if problem:
             raise InvalidInput(problem)
+        text = text.replace(NUL, "")  # no reader wants one, and it breaks tools downstream
         limit = self._settings.limits.max_document_bytes
         return decode_utf8(text.encode("utf-8"), field, limit)
 
@@ -224,3 +246,51 @@ class Writer:
 def _memory_title(text: str) -> str:
     first = text.strip().splitlines()[0]
     return first if len(first) <= 80 else first[:77] + "..."
+
+
+NUL = "\x00"
+
+
+def uri(value: str, field: str = "uri") -> str:
+    """A uri (or a part of one, named by `field`) as stored and looked up: NFC, so that the
+    composed and decomposed spellings of one name are one document. InvalidInput for a NUL,
+    which no path or link holds."""
+    return unicodedata.normalize("NFC", label(value, field))
+
+
+def label(value: str, field: str) -> str:
+    """A name (a uri, title, tag, source) as given; InvalidInput if it holds a NUL."""
+    if NUL in value:
+        raise InvalidInput(f"{field} {value!r} holds a NUL character (\\x00): remove it")
+    return value
+
+
+def _named(note: MarkdownNote) -> MarkdownNote:
+    """A note whose uri, title and tags are checked (`uri`, `label`)."""
+    metadata = note.metadata
+    tags = metadata.get("tags") if metadata else None
+    if metadata is not None and isinstance(tags, list):
+        checked = [label(t, "tag") if isinstance(t, str) else t for t in tags]
+        metadata = {**metadata, "tags": checked}
+    return replace(
+        note,
+        uri=uri(note.uri) if note.uri is not None else None,
+        title=label(note.title, "title") if note.title is not None else None,
+        metadata=metadata,
+    )
+
+
+def _session(session: Session) -> Session:
+    """A session whose id and conversation are checked (they make its uri) and whose turns
+    hold no NUL."""
+    turns = tuple(
+        replace(t, content=t.content.replace(NUL, "")) if NUL in t.content else t
+        for t in session.turns
+    )
+    conversation = session.conversation
+    return replace(
+        session,
+        id=uri(session.id, "session id"),
+        conversation=uri(conversation, "conversation") if conversation is not None else None,
+        turns=turns,
+    )

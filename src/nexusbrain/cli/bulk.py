@@ -4,8 +4,11 @@ export, import, back up, copy. Loaded only when one runs (cli/main.py's LAZY).""
 from __future__ import annotations
 
 import contextlib
+import io
+import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ import orjson
 from nexusbrain.cli import render
 from nexusbrain.cli.answers import brain_of
 from nexusbrain.cli.commands import emit, json_option
+from nexusbrain.records import Progress
 
 
 @click.command("ingest-dir")
@@ -52,7 +56,7 @@ def ingest_dir(
     if as_json:
         emit(views.directory_report(report))
     else:
-        render.directory_report(report)
+        render.directory_report(report, brain.location)
     if report.errors and strict:
         ctx.exit(1)
     if watch:
@@ -79,6 +83,26 @@ def export_(ctx: click.Context, output: Path | None) -> None:
     with output.open("wb") as handle:
         for record in records:
             handle.write(orjson.dumps(record) + b"\n")
+
+
+READ_EVERY = 1_000  # lines between two reports of how much of the file was read
+
+
+def _read(source: Any, progress: Progress) -> Iterator[bytes]:
+    """The lines of `source`, telling `progress` how many of its bytes were read ("reading",
+    as the import checks and stages them) when its size is known: a file, not a pipe."""
+    try:
+        size = os.fstat(source.fileno()).st_size
+    except (OSError, ValueError, io.UnsupportedOperation):
+        size = 0
+    done = 0
+    for number, line in enumerate(source, start=1):
+        done += len(line)
+        if size and number % READ_EVERY == 0:
+            progress("reading", min(done, size), size)
+        yield line
+    if size:
+        progress("reading", size, size)
 
 
 @click.command()
@@ -130,7 +154,8 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
 
     brain = brain_of(ctx, create=True)
     with render.Bars(not as_json) as bars:
-        result = views.import_result(brain.admin.import_records(parse_lines(source), bars))
+        lines = parse_lines(_read(source, bars))
+        result = views.import_result(brain.admin.import_records(lines, bars))
         brain.admin.embed_missing(bars)  # a slow profile's vectors too, before the command ends
     if as_json:
         emit(result)

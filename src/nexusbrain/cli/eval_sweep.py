@@ -180,7 +180,8 @@ def run_all(
     def recorded(record: RunRecord) -> None:
         append_records(log, [record])
         reason = f" ({record.reason})" if record.reason else ""
-        click.echo(f"{PREFIX} {record.run_id}: {record.status.value}{reason}")
+        figures = "".join(f", {name} {value:.4f}" for name, value in record.metrics.items())
+        click.echo(f"{PREFIX} {record.run_id}: {record.status.value}{reason}{figures}")
 
     records = run_sweep(spec, tools, planned, recorded)
     click.echo("Audit trail:")

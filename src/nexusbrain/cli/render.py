@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from nexusbrain.errors import InvalidInput
 from nexusbrain.summaries import (
     also_in,
     pages_of_lines,
@@ -83,12 +84,20 @@ class Bars:
         self.close()
 
 
-def directory_report(report: DirectoryReport) -> None:
+def directory_report(report: DirectoryReport, brain: str) -> None:
+    """An ingest's summary: what changed, into which brain, and what was left out."""
     click.echo(
         f"{report.root}: {report.added} added, {report.updated} updated, "
-        f"{report.unchanged} unchanged, {report.deleted} deleted, {report.chunks} chunks written "
-        f"in {report.seconds:.2f}s"
+        f"{report.unchanged} unchanged, {report.deleted} deleted,"
+        f" {_count(report.chunks, 'chunk')} written in {report.seconds:.2f}s"
     )
+    hidden = (
+        f"; {_count(report.hidden, 'hidden file or folder', 'hidden files and folders')}"
+        " skipped (names that begin with '.')"
+        if report.hidden
+        else ""
+    )
+    click.echo(f"into the brain at {brain}{hidden}")
     if report.errors:
         click.echo(f"{len(report.errors):,} skipped:", err=True)
     for problem in report.errors:
@@ -109,6 +118,15 @@ def _snippet(text: str, width: int = 200) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _source(hit: View) -> str:
+    """Where a hit comes from, for people: uri:lines, or for a memory (whose uri is a hash)
+    its document id, which `get` takes, and its tags."""
+    if hit["kind"] != "memory":
+        return place(hit)
+    tags = hit.get("tags") or ()
+    return f"memory {hit['document_id']}" + (f", tagged {', '.join(tags)}" if tags else "")
+
+
 def hits(found: Sequence[View], *, explain: bool = False, match: str | None = None) -> None:
     """A search's hits (views.hit), one heading line and a snippet each, after how good a
     match they are (the view's `match`)."""
@@ -124,7 +142,7 @@ def hits(found: Sequence[View], *, explain: bool = False, match: str | None = No
         )
     for hit in found:
         heading = " > ".join(hit["heading_path"])
-        click.echo(f"{hit['rank']:>3}. {place(hit)}" + (f"  [{heading}]" if heading else ""))
+        click.echo(f"{hit['rank']:>3}. {_source(hit)}" + (f"  [{heading}]" if heading else ""))
         click.echo(f"     {_ranked_in(hit['trace'])}")
         click.echo(f"     {_snippet(hit['text'])}")
         if hit["also_in"]:
@@ -198,7 +216,7 @@ def recall(result: View) -> None:
         click.echo(result["match"])
     for hit in result["hits"]:
         cut = ", cut to fit" if hit["truncated"] else ""
-        click.echo(f"\n[{hit['rank']}] {place(hit)} (revision {hit['revision'][:12]}{cut})")
+        click.echo(f"\n[{hit['rank']}] {_source(hit)} (revision {hit['revision'][:12]}{cut})")
         if hit["also_in"]:
             click.echo(f"({also_in(hit)})")
         click.echo(hit["text"])
@@ -230,6 +248,15 @@ def import_summary(result: View) -> None:
 def document(doc: View, lines: tuple[int, int] | None, chunks: bool) -> None:
     """A document (views.document), whole or only some lines (with the pages they are on, for
     a PDF), and its chunks if asked for."""
+    content = doc["content"]
+    if lines is not None:
+        every = content.splitlines()
+        if lines[0] > len(every):  # else an empty answer looks like an empty document
+            raise InvalidInput(
+                f"--lines {lines[0]}-{lines[1]} is past the end of {doc['uri']}, which has"
+                f" {_count(len(every), 'line')}: ask for lines 1-{len(every)} or fewer"
+            )
+        content = "\n".join(every[lines[0] - 1 : lines[1]])
     state = f" (retired {doc['deleted_at'][:10]})" if doc["deleted_at"] else ""
     pages = pages_of_lines(doc.get("chunks", ()), *lines) if lines is not None else []
     on = f"  {pages_text(pages)}" if pages else ""
@@ -237,9 +264,6 @@ def document(doc: View, lines: tuple[int, int] | None, chunks: bool) -> None:
         f"# {doc['title']}{state}\n{doc['uri']}  id {doc['id']}  revision {doc['revision'][:12]}"
         + on
     )
-    content = doc["content"]
-    if lines is not None:
-        content = "\n".join(content.splitlines()[lines[0] - 1 : lines[1]])
     click.echo(f"\n{content}")
     for chunk in doc.get("chunks", ()) if chunks else ():
         span, page = chunk["span"], chunk["meta"].get("page")

@@ -49,6 +49,7 @@ class DirectoryReport:
     chunks: int = 0
     errors: tuple[FileProblem, ...] = field(default_factory=tuple)
     seconds: float = 0.0
+    hidden: int = 0  # files and folders skipped because their name begins with "."
     changes: tuple[FileChange, ...] = ()  # every file that was added, updated or retired
 
 
@@ -137,6 +138,7 @@ def ingest_directory(
         chunks=tally.chunks,
         errors=tuple(tally.problems),
         seconds=(clock() - started).total_seconds(),
+        hidden=found.hidden,
         changes=tuple(tally.changes),
     )
 
@@ -163,8 +165,8 @@ def _prepare(
             )
         text = decode_utf8(data, uri, max_bytes)
         return prepare_markdown(text, uri=uri, domain=domain, config=chunking, revision=revision)
-    except InvalidInput as exc:
-        tally.problems.append(FileProblem(uri, exc.message))
+    except InvalidInput as exc:  # its message may begin with the path, already the problem's
+        tally.problems.append(FileProblem(uri, exc.message.removeprefix(f"{uri}: ")))
     except MissingExtra as exc:
         label = fmt.label if fmt is not None else path.suffix
         tally.problems.append(

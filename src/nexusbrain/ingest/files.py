@@ -28,6 +28,7 @@ class Scan:
     root: Path
     files: tuple[Path, ...]
     problems: tuple[FileProblem, ...]
+    hidden: int = 0  # files and folders skipped because their name begins with "."
 
 
 def resolve_root(root: str | Path) -> Path:
@@ -49,6 +50,7 @@ def scan(root: str | Path) -> Scan:
     base = resolve_root(root)
     files: list[Path] = []
     problems: list[FileProblem] = []
+    hidden = 0
     stack: list[_Folder] = [_Folder(base, base, frozenset({base}))]
     while stack:
         folder = stack.pop()
@@ -59,6 +61,7 @@ def scan(root: str | Path) -> Scan:
             continue
         for entry in entries:
             if entry.name.startswith("."):
+                hidden += 1
                 continue
             if not _utf8(entry.path):
                 if entry.is_dir() or _wanted(entry.name):
@@ -73,7 +76,7 @@ def scan(root: str | Path) -> Scan:
                 stack.append(_Folder(Path(entry.path), real, folder.ancestors | {real}))
             elif entry.is_file(follow_symlinks=False) and _wanted(entry.name):
                 files.append(Path(entry.path))
-    return Scan(base, tuple(sorted(files)), tuple(problems))
+    return Scan(base, tuple(sorted(files)), tuple(problems), hidden)
 
 
 def chosen(relative: str, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> bool:

@@ -19,7 +19,7 @@ class Kind(StrEnum):
 
     TEXT = "text"
     INT = "int"
-    ID = "id"  # a stored id: an integer from 1 to records.MAX_ID
+    ID = "id"  # a stored id: an integer from 1 to models.MAX_WIRE_ID (2**53 - 1) in a request
     BOOL = "bool"
     TIME = "time"  # an ISO-8601 time or date, "" for none
     REF = "ref"  # a document: its id, its uri, or the path of the file it was read from
@@ -176,5 +176,8 @@ WORDS = rf"[^{BLANK}]"  # a pattern: not empty, not only whitespace
 # empty, and a BOM after that is a character like any other.
 TEXT_WORDS = rf"^(?:\ufeff[{BLANK}]*[^{BLANK}]|[{BLANK}]*[^{BLANK}\ufeff]|[{BLANK}]+\ufeff)"
 HAS_WORDS: Mapping[str, Any] = {"pattern": WORDS}
+# A name (a uri, title, tag, source) holds no NUL: it is refused there (brain/writes.py).
+NO_NUL: Mapping[str, Any] = {"pattern": r"^[^\x00]*$"}
+NAME_WORDS: Mapping[str, Any] = {"pattern": rf"^[^\x00]*[^{BLANK}\x00][^\x00]*$"}
 HAS_TEXT: Mapping[str, Any] = {"pattern": TEXT_WORDS}
 TIME = "ISO-8601 (RFC 3339 date-time, or a date), in years 1 to 9999 once in UTC"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nexusbrain.operations.args import HAS_TEXT, Arg, Kind, Option, Positional
+from nexusbrain.operations.args import HAS_TEXT, NO_NUL, Arg, Kind, Option, Positional
 from nexusbrain.operations.spec import Command, Http, Operation, Tool, View
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ ADD = Operation(
         Arg(
             "source",
             max_length=4000,
+            schema=NO_NUL,
             help="who or what said it (an agent, a url...)",
             cli=Option(("--source",), "Where the memory came from (an agent, a url...)."),
         ),
@@ -83,6 +84,7 @@ ADD = Operation(
             Kind.TEXTS,
             default=(),
             max_length=100,
+            schema={"items": {"type": "string", **NO_NUL}},
             help="tags to file it under",
             cli=Option(("--tag",), "A tag; repeat for more."),
         ),
@@ -111,14 +113,14 @@ INGEST_MARKDOWN = Operation(
     "ingest_markdown",
     ingest_markdown,
     (
-        Arg("title", required=True, min_length=1, max_length=1000),
+        Arg("title", required=True, min_length=1, max_length=1000, schema=NO_NUL),
         Arg(
             "content",
             required=True,
             help="markdown, front matter allowed (no aliases)",
             schema=HAS_TEXT,
         ),
-        Arg("uri", min_length=1, max_length=4000),
+        Arg("uri", min_length=1, max_length=4000, schema=NO_NUL),
         DOMAIN.replace(help=""),
         Arg("metadata", Kind.OBJECT),
     ),

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -27,9 +28,24 @@ from pydantic.fields import FieldInfo
 from nexusbrain.config import MAX_SESSION_TURNS, GraphConfig, Limits
 from nexusbrain.ingest.conversation import check_json_sizes
 from nexusbrain.operations import OPERATIONS
-from nexusbrain.operations.args import HAS_WORDS, TIME, Arg, Face, Group, Kind, Most
+from nexusbrain.operations.args import (
+    HAS_WORDS,
+    NAME_WORDS,
+    NO_NUL,
+    TIME,
+    Arg,
+    Face,
+    Group,
+    Kind,
+    Most,
+)
 from nexusbrain.operations.spec import Operation, in_body
-from nexusbrain.records import MAX_ID, json_problem
+from nexusbrain.records import json_problem
+
+# The largest id a request may name: the largest integer every JSON parser holds exactly.
+# Stored ids may reach records.MAX_ID (2**63 - 1), but a client that reads the bound as a
+# double takes 2**63 + 191 for it, and sends ids the server must refuse.
+MAX_WIRE_ID = 2**53 - 1
 
 
 class Strict(BaseModel):
@@ -124,7 +140,7 @@ class TurnIn(BaseModel):
 
 
 class SessionIn(Strict):
-    id: str = Field(min_length=1, json_schema_extra=dict(HAS_WORDS))
+    id: str = Field(min_length=1, json_schema_extra=dict(NAME_WORDS))  # a part of its uri
     # maxItems, not max_length: over the cap is a 413 naming it (ConversationBody), not a
     # 422; declared from the default, as a maximum that is a setting is (args.Most)
     turns: list[TurnIn] = Field(
@@ -132,7 +148,7 @@ class SessionIn(Strict):
         description="at least one turn says something",
         json_schema_extra={"contains": _SAYS, "maxItems": MAX_SESSION_TURNS},
     )
-    conversation: str | None = None
+    conversation: str | None = Field(default=None, json_schema_extra=dict(NO_NUL))
     timestamp: str | None = time_field(schema=TIMESTAMP_SCHEMA)
 
 
@@ -171,6 +187,14 @@ def _most(most: Most) -> JsonDict:
     return {"maximum": Limits().max_budget_tokens}
 
 
+def _integral(value: Any) -> Any:
+    """A number with no fraction is an integer, as JSON Schema counts it (901.0): a generated
+    client may send one where the document declares an integer."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
 def annotation(arg: Arg, *, strict: bool) -> Any:
     """The argument's Python type as pydantic (or the web framework) reads it."""
     kind = arg.kind
@@ -189,7 +213,12 @@ def annotation(arg: Arg, *, strict: bool) -> Any:
         chosen = list[item_model(arg.items)]  # type: ignore[misc]
     else:
         chosen = str
-    return chosen | None if arg.default is None and not arg.required else chosen
+    if arg.default is None and not arg.required:
+        chosen = chosen | None
+    if strict and kind in (Kind.INT, Kind.ID):
+        # around the whole type (a union too), where it leaves the bounds declared
+        chosen = Annotated[chosen, BeforeValidator(_integral)]
+    return chosen
 
 
 def checks(arg: Arg, *, nullable: bool) -> dict[str, Any]:
@@ -205,7 +234,7 @@ def checks(arg: Arg, *, nullable: bool) -> dict[str, Any]:
         extra["enum"] = [*extra["enum"], None]  # type: ignore[misc]
     found: dict[str, Any] = {
         "ge": 1 if arg.kind is Kind.ID else arg.ge,
-        "le": MAX_ID if arg.kind is Kind.ID else arg.le,
+        "le": MAX_WIRE_ID if arg.kind is Kind.ID else arg.le,
         "min_length": arg.min_length,
         "max_length": arg.max_length,
         "description": arg.help or None,

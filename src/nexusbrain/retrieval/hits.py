@@ -55,6 +55,7 @@ def _hit(
         trace=trace,
         also_in=also_in,
         page=page_of(chunk),
+        tags=head.tags,
     )
 
 

@@ -179,14 +179,18 @@ class DocumentReads:
             return {}
         wanted, params = self.d.any_of("c.id", chunk_ids)
         query = (
-            f"SELECT {_CHUNK_COLUMNS}, d.uri, d.title, d.domain, d.kind, d.revision"
+            f"SELECT {_CHUNK_COLUMNS}, d.uri, d.title, d.domain, d.kind, d.revision,"
+            " CASE WHEN d.kind = 'memory' THEN d.metadata END"
             f" FROM chunks c JOIN documents d ON d.id = c.document_id WHERE {wanted}"
         )
         with self.db.read() as conn:
             rows = conn.execute(self.d.sql(query), params).fetchall()
         found: dict[int, tuple[Chunk, DocumentHead]] = {}
         for row in rows:
-            head = DocumentHead(row[1], row[13], row[14], row[15], DocumentKind(row[16]), row[17])
+            kind = DocumentKind(row[16])
+            head = DocumentHead(
+                row[1], row[13], row[14], row[15], kind, row[17], tags=_tags(row[18])
+            )
             found[row[0]] = (_chunk(row), head)
         return found
 
@@ -368,3 +372,11 @@ def retire(
         conn.execute(d.sql(REVISION), (document_id, row[0], row[1], "retired", stamp))
         retired += 1
     return retired
+
+
+def _tags(metadata: str | None) -> tuple[str, ...]:
+    """A memory's tags, from its metadata (read for memories only)."""
+    if not metadata:
+        return ()
+    tags = orjson.loads(metadata).get("tags")
+    return tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()
