@@ -99,7 +99,7 @@ else:
     )
     # The starts of two views that go on with fields of their own: bases, not answers, so
     # deleted once the views are declared (the OpenAPI document lists this module's models).
-    DocumentHeadOut = mirror(DocumentHead, "DocumentHeadOut")
+    DocumentHeadOut = mirror(DocumentHead, "DocumentHeadOut", until="revision")
     HitHeadOut = mirror(Hit, "HitHeadOut", until="unit")
 
 
