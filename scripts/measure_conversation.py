@@ -63,7 +63,7 @@ def _measure(tree: str, embedder: str, body: bytes) -> tuple[int, float, float]:
         port = _free_port()
         command = [sys.executable, "-m", "nexusbrain", "--db", f"{scratch}/brain.db"]
         server = subprocess.Popen(
-            [*command, "serve", "--port", str(port), "--log-level", "warning"],
+            [*command, "serve", "--port", str(port), "--workers", "1", "--log-level", "warning"],
             env=env,
             stdout=subprocess.DEVNULL,
         )
