@@ -20,6 +20,7 @@ from nexusbrain.errors import (
     Full,
     InvalidInput,
     MissingExtra,
+    ModelUnavailable,
     NotFound,
     StorageError,
     TooLarge,
@@ -38,6 +39,7 @@ STATUS: dict[type[BrainError], int] = {
     Conflict: 409,
     ConfigError: 500,
     MissingExtra: 501,
+    ModelUnavailable: 503,
     StorageError: 500,
 }
 _HTTP_CODES = {

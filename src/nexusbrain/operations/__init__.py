@@ -9,7 +9,7 @@ Standard library only at import: the command line's fast path reads it."""
 
 from __future__ import annotations
 
-from nexusbrain.operations import documents, graph, ingest, retrieval, system
+from nexusbrain.operations import documents, graph, ingest, providers, retrieval, system
 from nexusbrain.operations.spec import Operation
 
 # Each module's, in the order the OpenAPI document and the MCP tool list show them.
@@ -19,7 +19,8 @@ OPERATIONS: tuple[Operation, ...] = (
     *documents.OPERATIONS,
     *graph.OPERATIONS,
     *system.OPERATIONS,
+    *providers.OPERATIONS,
 )
 BY_NAME = {operation.name: operation for operation in OPERATIONS}
 # The command groups, by name, with their help (a command "graph add" is in the group "graph").
-GROUPS = {"graph": graph.GROUP}
+GROUPS = {"graph": graph.GROUP, "models": providers.GROUP}

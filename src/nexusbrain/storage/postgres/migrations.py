@@ -246,6 +246,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (9, SCHEMA_9),
     # as SQLite's 10: each chunk's near-duplicate signature (storage/signature.py)
     (10, "ALTER TABLE chunks ADD COLUMN signature bigint"),
+    # the brain's own settings: which model its search uses (brain/models.py)
+    (11, "CREATE TABLE brain_settings (key text PRIMARY KEY, value text NOT NULL)"),
 )
 LATEST = max(version for version, _ in MIGRATIONS)
 

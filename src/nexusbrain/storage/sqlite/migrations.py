@@ -183,6 +183,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     # each chunk's near-duplicate signature (storage/signature.py), set by every write from
     # now on; a chunk stored before has none, and a search works its signature out from its text
     (10, "ALTER TABLE chunks ADD COLUMN signature INTEGER;"),
+    # the brain's own settings: which model its search uses (brain/models.py)
+    (11, "CREATE TABLE brain_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);"),
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)
