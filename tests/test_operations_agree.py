@@ -4,8 +4,9 @@ answers), over the command line in process (--local) and over MCP where it has a
 
 Answers are compared whole, errors by their message. The differences allowed are named where
 they are allowed: the memory use of the process that answers `stats`, the server's own status
-that HTTP adds to it, how long a model took to answer `models check`, and the time a write by the command line in process is stamped with (the
-served brains share a frozen clock; the command line opens the brain with the real one). The
+that HTTP adds to it, how long a model took to answer `models check`, and the time a write by
+the command line in process is stamped with (the served brains share a frozen clock; the
+command line opens the brain with the real one). The
 command line retires a document in process even with a server up: it takes a path, which the
 server cannot resolve, and DELETE takes an id.
 

@@ -86,7 +86,8 @@ class ModelServer:
 
     def ask_now(self, path: str, body: Mapping[str, Any], timeout: float) -> Any:
         """For a search, which cannot wait: one try within `timeout`, and after a failure no
-        try for COOL_DOWN seconds (each search would otherwise wait the whole timeout)."""
+        try for COOL_DOWN seconds (each search would otherwise wait the whole timeout). A
+        refusal answers at once, and leaves the next try alone."""
         with self._lock:
             waiting = self._down_until - time.monotonic()
         if waiting > 0:
@@ -96,6 +97,8 @@ class ModelServer:
             )
         try:
             return self._ask("POST", path, body, timeout, 0)
+        except Refused:
+            raise
         except ModelUnavailable:
             with self._lock:
                 self._down_until = time.monotonic() + COOL_DOWN
