@@ -87,7 +87,7 @@ class Misbehaving:
         self.headers: list[dict[str, str]] = []
         self.in_flight = 0
         self.most_in_flight = 0
-        self.down = False  # every request dropped while set
+        self.failing: str | None = None  # every request behaves so while set ("drop", "slow")
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -107,8 +107,8 @@ class Misbehaving:
 
     def next(self) -> str:
         with self._lock:
-            if self.down:
-                return "drop"
+            if self.failing is not None:
+                return self.failing
             return self.script.popleft() if self.script else "ok"
 
     def answer(self, path: str, body: dict[str, Any], behaviour: str) -> tuple[int, Any]:
