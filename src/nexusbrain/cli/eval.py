@@ -18,7 +18,13 @@ import click
 import orjson
 
 from nexusbrain.cli.eval_render import finish
-from nexusbrain.cli.eval_targets import BrainTarget, HttpTarget, open_brain, scratch_factory
+from nexusbrain.cli.eval_targets import (
+    BrainTarget,
+    HttpTarget,
+    ModelChoice,
+    open_brain,
+    scratch_factory,
+)
 from nexusbrain.cli.render import Bars
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals import beir, known_item, locomo, longmemeval
@@ -166,6 +172,22 @@ def _server_url(value: str | None) -> str | None:
     return value
 
 
+def models_options(func: F) -> F:
+    """--embedder and --reranker: the scratch brains' models, as BRAIN_EMBEDDER and
+    BRAIN_RERANKER take them (a server's URL and model still come from BRAIN_EMBED_* and
+    BRAIN_RERANK_*); the run records the model ids."""
+    func = click.option(
+        "--reranker",
+        metavar="NAME",
+        help="none, quality, http or onnx:DIR (default: $BRAIN_RERANKER, else none).",
+    )(func)
+    return click.option(
+        "--embedder",
+        metavar="NAME",
+        help="edge, quality, openai or onnx:DIR (default: $BRAIN_EMBEDDER, else edge).",
+    )(func)
+
+
 def _api_option(func: F) -> F:
     return click.option(
         "--api", metavar="URL", help="A running server, e.g. http://127.0.0.1:8765"
@@ -266,6 +288,7 @@ def _one_split(folder: Path, splits: Sequence[str]) -> str:
     help="Also write the ranking as a TREC run file (for trec_eval or `eval score`).",
 )
 @_scratch_option
+@models_options
 @retrieval_options(100)
 @scoring_options
 @click.pass_context
@@ -275,6 +298,8 @@ def beir_command(
     split: str,
     trec_run: Path | None,
     server: str | None,
+    embedder: str | None,
+    reranker: str | None,
     mode: str,
     k: int,
     lexical_only: bool,
@@ -291,6 +316,7 @@ def beir_command(
       nexusbrain eval beir ../shared/datasets/scifact --split train --k 100
       nexusbrain eval beir ../shared/datasets/cranfield --split test --lexical-only --json
       nexusbrain eval beir ../shared/datasets/scifact --split train --db 'postgresql:///x?schema=ev'
+      nexusbrain eval beir ../shared/datasets/med --split test --embedder edge --reranker quality
     """
     metrics = chosen(beir.DEFAULT_METRICS, metric_names, floors)
     request = SearchRequest(max(k, deepest_cutoff(metrics)), mode, best_per_document=True)
@@ -298,7 +324,9 @@ def beir_command(
         run = beir.run_beir(
             folder,
             split,
-            scratch_factory(lexical_only=lexical_only, server=server),
+            scratch_factory(
+                lexical_only=lexical_only, server=server, models=ModelChoice(embedder, reranker)
+            ),
             request,
             metrics,
             progress=bars,
@@ -312,6 +340,7 @@ def beir_command(
 @click.option("--split", default="dev", show_default=True, help="The split this file is.")
 @click.option("--no-captions", is_flag=True, help="Leave shared photos' captions out of turns.")
 @_scratch_option
+@models_options
 @retrieval_options(10)
 @scoring_options
 @click.pass_context
@@ -321,6 +350,8 @@ def locomo_command(
     split: str,
     no_captions: bool,
     server: str | None,
+    embedder: str | None,
+    reranker: str | None,
     mode: str,
     k: int,
     lexical_only: bool,
@@ -343,7 +374,9 @@ def locomo_command(
     with Bars(not as_json) as bars:
         run = locomo.run_locomo(
             file,
-            scratch_factory(lexical_only=lexical_only, server=server),
+            scratch_factory(
+                lexical_only=lexical_only, server=server, models=ModelChoice(embedder, reranker)
+            ),
             request,
             metrics,
             split=split,
@@ -378,6 +411,7 @@ def locomo_command(
     help="Search mode.",
 )
 @click.option("--lexical-only", is_flag=True, help="BM25 alone: the lexical baseline.")
+@models_options
 @click.option(
     "--floor",
     "floors",
@@ -395,6 +429,8 @@ def longmemeval_command(
     split: str,
     mode: str,
     lexical_only: bool,
+    embedder: str | None,
+    reranker: str | None,
     floors: tuple[str, ...],
     as_json: bool,
 ) -> None:
@@ -415,7 +451,7 @@ def longmemeval_command(
     with Bars(not as_json) as bars, output.open("wb") as handle:
         run = longmemeval.run_longmemeval(
             file,
-            scratch_factory(lexical_only=lexical_only),
+            scratch_factory(lexical_only=lexical_only, models=ModelChoice(embedder, reranker)),
             SearchRequest(10, mode),
             handle,
             granularity=longmemeval.Granularity(granularity),
