@@ -5,6 +5,7 @@ server that is down at query time (BM25 alone, within the timeout, said so) or a
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -15,8 +16,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from click.testing import CliRunner, Result
 
 from nexusbrain.brain import Brain
+from nexusbrain.cli.main import cli
 from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.hashing import HashingEmbedder
@@ -171,3 +174,47 @@ def test_a_model_server_that_is_down_costs_no_search_and_no_write(tmp_path: Path
             assert "note" not in hits["hits"][0]["trace"]
             assert {r["retriever"] for r in hits["hits"][0]["trace"]["retrievers"]} >= {"dense"}
     assert np.isfinite(slowest)
+
+
+def test_models_and_models_check_while_the_server_is_up_and_down(tmp_path: Path) -> None:
+    """`nexusbrain models [check] [--json]`; a brain whose model server is down opens, takes a
+    write and searches (its recorded dimension spares the request that would learn it), and
+    `models check` says what failed and exits 1."""
+    db = str(tmp_path / "brain.db")
+    with Misbehaving() as provider:
+        env = {
+            "BRAIN_EMBEDDER": "openai",
+            "BRAIN_EMBED_URL": provider.url,
+            "BRAIN_EMBED_MODEL": "hash-64",
+            "BRAIN_MODEL_TIMEOUT": "0.5",
+        }
+
+        def run(*args: str) -> Result:
+            return CliRunner().invoke(cli, ["--db", db, *args], env=env)
+
+        (tmp_path / "notes").mkdir()
+        (tmp_path / "notes" / "keys.md").write_text(NOTES[0])
+        assert run("ingest-dir", str(tmp_path / "notes")).exit_code == 0  # embeds before it ends
+        shown = json.loads(run("models", "--json").stdout)
+        assert shown["embedder"] == {
+            "profile": "openai",
+            "model_id": "openai:hash-64",
+            "dim": 64,
+            "where": provider.url,
+            "embedding": "background",
+        }
+        assert shown["vectors"] == [{"model": "openai:hash-64", "vectors": 1, "chunks": 1}]
+        assert (shown["covered"], shown["chunks"], shown["switch"]) == (1, 1, None)
+        checked = run("models", "check", "--json")
+        assert checked.exit_code == 0 and json.loads(checked.stdout)["checks"][0]["dim"] == 64
+        provider.failing = "drop"
+        assert run("add", NOTES[1]).exit_code == 0
+        found = run("search", "deploy key", "--json")
+        assert found.exit_code == 0, found.output
+        assert "BM25 alone" in json.loads(found.stdout)["hits"][0]["trace"]["note"]
+        text = run("models").stdout
+        assert "search uses openai:hash-64: 1 of 2 chunks have its vector (50%)" in text
+        failed = run("models", "check")
+        assert failed.exit_code == 1
+        assert "FAIL  embedder openai:hash-64" in failed.stdout
+        assert f"the embedding server at {provider.url} cannot be reached" in failed.stdout

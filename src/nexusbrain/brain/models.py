@@ -26,6 +26,7 @@ from nexusbrain.embeddings import Embedder, load_embedder
 from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.profiles import centred, embeds_in_background
 from nexusbrain.embeddings.reference import reference_vector
+from nexusbrain.embeddings.remote import RemoteEmbedder
 from nexusbrain.errors import BrainError, InvalidInput, NotFound
 from nexusbrain.rerankers import Reranker
 from nexusbrain.storage.base import Backend, DenseIndex
@@ -134,6 +135,10 @@ class Models:
             return
         profile = settings.embedder
         recorded = self.recorded()
+        same = recorded is not None and recorded.model_id == embedder.model_id
+        if same and isinstance(embedder, RemoteEmbedder):
+            assert recorded is not None
+            embedder.knows_dim(recorded.dim)
         if recorded is not None and recorded.model_id != embedder.model_id:
             old = self._old(recorded)
             if old is not None:

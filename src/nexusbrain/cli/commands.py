@@ -125,6 +125,8 @@ def command(operation: Operation, name: str) -> click.Command:
             emit(view)
         else:
             printer(view, given)
+        if isinstance(view, dict) and view.get("ok") is False:  # a check that failed
+            ctx.exit(1)
 
     return click.Command(name, params=params, callback=run, help=operation.cli.help)
 

@@ -63,6 +63,12 @@ class RemoteEmbedder:
             self._dim = int(self._vectors(["dimension"], retries=0).shape[1])
         return self._dim
 
+    def knows_dim(self, dim: int) -> None:
+        """The dimension the brain recorded for this model: no request to learn it, so that
+        a brain opens (and takes writes, and searches by keywords) while the server is down."""
+        if self._dim is None:
+            self._dim = dim
+
     def encode(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
