@@ -170,3 +170,21 @@ def test_a_search_with_a_reranker_that_is_down_still_answers(tmp_path: Path) -> 
     assert hits and all(h.trace.rerank is None for h in hits)
     assert "the fused order stands" in hits[0].trace.notes[0]
     assert np.isfinite(hits[0].score)
+
+
+def test_the_rerank_budget_is_the_settings_when_given(tmp_path: Path) -> None:
+    """BRAIN_RERANK_BUDGET replaces the modes' budget (2 s): a reranker that takes 1 s is
+    waited for under a budget of 3 s, and left behind under one of 0.2 s."""
+    assert model_settings({"BRAIN_RERANK_BUDGET": "3"}).rerank_budget == 3.0
+    assert model_settings({}).rerank_budget is None
+    for budget, reranked in ((3.0, True), (0.2, False)):
+        db = tmp_path / f"{budget}.db"
+        models = replace(model_settings({}), rerank_budget=budget)
+        settings = Settings(db=db, embedder=Profile.HASHING, models=models)
+        backend = open_backend(db, settings.lexical)
+        with Brain(backend, HashingEmbedder(), settings, reranker=Slow()) as brain:
+            for name, text in NOTES.items():
+                brain.ingest_markdown(text, uri=name)
+            hits = brain.search("deploy key")
+        assert all((h.trace.rerank is not None) is reranked for h in hits)
+        assert bool(hits[0].trace.notes) is not reranked

@@ -14,6 +14,7 @@ The variables, all optional:
 | `BRAIN_RERANKER` | `none` (default), `quality`, `hashing`, `http` or `onnx:DIR` |
 | `BRAIN_RERANK_URL`, `_MODEL`, `_API_KEY` | `http`: its server, model and key |
 | `BRAIN_MODEL_TIMEOUT` | seconds a search waits for a model server (2) |
+| `BRAIN_RERANK_BUDGET` | seconds a search waits for its reranker (the mode's, 2) |
 | `BRAIN_CAPTURE`, `BRAIN_CAPTURE_MAX_ROWS` | capture searches for replay, and how many to keep |
 | `BRAIN_POSTINGS_CACHE_MB` | memory for scored postings (32) |
 | `BRAIN_DURABILITY` | `full` (default: a write is acknowledged once on disk) or `normal` |
@@ -160,6 +161,7 @@ class ModelSettings:
     rerank_folder: Path | None = None  # onnx:DIR
     rerank_server: Endpoint | None = None  # http
     timeout: float = MODEL_TIMEOUT
+    rerank_budget: float | None = None  # replaces the modes' (an evaluation on a busy machine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +338,8 @@ def model_settings(
     reranker: str | None = None,
 ) -> ModelSettings:
     """The models' settings from BRAIN_EMBEDDER, BRAIN_EMBED_*, BRAIN_RERANKER, BRAIN_RERANK_*
-    and BRAIN_MODEL_TIMEOUT; `embedder` and `reranker` (an eval's flags) replace the first
+    BRAIN_MODEL_TIMEOUT and BRAIN_RERANK_BUDGET; `embedder` and `reranker` (an eval's flags)
+    replace the first
     two. ConfigError for a server profile without its URL and model."""
     env = environ_of(environ)
     profile, embed_folder = parse_embedder(embedder or env.get("BRAIN_EMBEDDER", "edge"))
@@ -352,6 +355,9 @@ def model_settings(
         rerank_folder=rerank_folder,
         rerank_server=_endpoint(env, "RERANK") if chosen is Reranking.HTTP else None,
         timeout=_positive(env, "BRAIN_MODEL_TIMEOUT", MODEL_TIMEOUT),
+        rerank_budget=_positive(env, "BRAIN_RERANK_BUDGET", 0.0)
+        if env.get("BRAIN_RERANK_BUDGET", "").strip()
+        else None,
     )
 
 

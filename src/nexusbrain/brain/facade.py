@@ -122,6 +122,7 @@ class Brain:
             profile=current.profile if current else settings.embedder,
             at_once=settings.searches_at_once,
             reranker=reranker,
+            rerank_budget=settings.models.rerank_budget,
         )
         self.models.on_switch(lambda m: self._searcher.use_dense(m.embedder, m.index, m.profile))
         self._captures = CaptureLog(self._store, settings.capture, clock)

@@ -92,16 +92,19 @@ class Searcher:
         profile: Profile,
         at_once: int = 1,
         reranker: Reranker | None = None,
+        rerank_budget: float | None = None,
     ) -> None:
         """`profile`: the embedding profile, whose model the confidence reads; `at_once`: how
         many searches rank at the same time (config.SEARCHES_AT_ONCE); `reranker`: re-orders
-        the fused top of every search (retrieval/rerank.py)."""
+        the fused top of every search (retrieval/rerank.py), within `rerank_budget` seconds
+        when given, else the mode's."""
         self.store = store
         self.profile = profile
         self.lexical = Lexical(lexical)
         self.config = config
         self.dense = Dense(embedder, index) if embedder is not None and index is not None else None
         self.reranker = reranker
+        self.rerank_budget = rerank_budget
         self._at_once = at_once
         self._turns = Turns(at_once)
         self._pools: dict[str, ThreadPoolExecutor] = {}
@@ -196,7 +199,10 @@ class Searcher:
         assert self.reranker is not None
         texts = {c: embed_text(chunk.text, chunk.heading_path) for c, (chunk, _) in chunks.items()}
         pool = self._workers("rerank")
-        return rerank(self.reranker, query, top, texts, config.rerank, pool)
+        chosen = config.rerank
+        if self.rerank_budget is not None:
+            chosen = replace(chosen, budget=self.rerank_budget)
+        return rerank(self.reranker, query, top, texts, chosen, pool)
 
     def _shown(
         self,
