@@ -5,17 +5,20 @@ fails leaving the fused order with a note."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+from mcp import Client, StdioServerParameters
 
 from nexusbrain.brain import Brain
 from nexusbrain.cli.main import cli
@@ -30,6 +33,9 @@ from nexusbrain.retrieval.modes import RerankConfig
 from nexusbrain.retrieval.rerank import combine, rerank
 from nexusbrain.retrieval.vectors import embed_text
 from nexusbrain.storage import open as open_backend
+
+from .providers import environment, serve
+from .test_mcp import run_client
 
 NOTES = {
     "keys.md": "# Keys\n\nThe deploy key rotates every month; the vault holds the deploy key.",
@@ -188,3 +194,33 @@ def test_the_rerank_budget_is_the_settings_when_given(tmp_path: Path) -> None:
             hits = brain.search("deploy key")
         assert all((h.trace.rerank is not None) is reranked for h in hits)
         assert bool(hits[0].trace.notes) is not reranked
+
+
+def test_every_surface_shows_the_reranker(tmp_path: Path) -> None:
+    """HTTP (a real serve) and MCP (a real stdio server) give each hit the reranker's rank
+    change and score, the same ones as the command line's JSON."""
+    db = tmp_path / "brain.db"
+    env = {"BRAIN_EMBEDDER": "hashing", "BRAIN_RERANKER": "hashing"}
+    with serve(db, BRAIN_RERANKER="hashing") as host, httpx.Client(base_url=host.url) as http:
+        for text in NOTES.values():
+            assert http.post("/add", json={"text": text}).status_code == 200
+        over_http = http.get("/search", params={"q": "deploy key vault", "k": 4}).json()["hits"]
+    changes = [h["trace"]["rerank"] for h in over_http]
+    assert [c["rank_after"] for c in changes] == list(range(1, len(over_http) + 1))
+    assert {c["model"] for c in changes} == {"cosine:hashing-256"}
+    out = CliRunner().invoke(
+        cli, ["--db", str(db), "search", "deploy key vault", "--k", "4", "--json"], env=env
+    )
+    assert [h["trace"]["rerank"] for h in json.loads(out.stdout)["hits"]] == changes
+
+    async def scenario(client: Client) -> None:
+        found = await client.call_tool("search", {"query": "deploy key vault", "k": 4})
+        assert found.structured_content is not None
+        assert [h["trace"]["rerank"] for h in found.structured_content["hits"]] == changes
+
+    mcp = StdioServerParameters(
+        command=str(Path(sys.executable).with_name("nexusbrain")),
+        args=["--db", str(db), "mcp"],
+        env={**environment(), **env},
+    )
+    run_client(mcp, scenario)
