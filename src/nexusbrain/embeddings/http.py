@@ -115,13 +115,17 @@ class ModelServer:
         url = self.url + path
         for attempt in range(retries + 1):
             try:
-                return self._try(method, url, body, timeout or self.timeout)
+                answer = self._try(method, url, body, timeout or self.timeout)
             except _Again as again:
                 if attempt == retries:
                     raise again.failure from None
                 wait = again.after if again.after is not None else BACKOFF * 2**attempt
                 log.warning("%s; trying again in %.1f s", again.failure.message, wait)
                 self._sleep(min(MOST_WAIT, wait))
+                continue
+            with self._lock:  # it answers: searches need not wait out a cool-down
+                self._down_until = 0.0
+            return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _try(self, method: str, url: str, body: Mapping[str, Any] | None, timeout: float) -> Any:
