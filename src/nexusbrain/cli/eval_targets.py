@@ -116,7 +116,7 @@ class BrainTarget:
             "target": self.label,
             "retrievers": "bm25 only" if self.lexical_only else "mode preset",
             "embedder": embedder.value,
-            "models": {} if self.lexical_only else run_models(self.brain),
+            "models": run_models(self.brain),
         }
 
     def export_records(self) -> Iterator[Mapping[str, Any]]:
