@@ -114,7 +114,7 @@ def test_embed_missing_completes_a_switch_and_lexical_processes_change_nothing(
         brain.admin.embed_missing()
         assert brain.models.next is None
         assert brain.models.current.embedder.model_id == "hashing-64"  # type: ignore[union-attr]
-        assert brain._store.vector_counts() == {"hashing-64": len(NOTES)}
+        wait_for(lambda: brain._store.vector_counts() == {"hashing-64": len(NOTES)}, 10)
 
 
 def test_a_brain_whose_old_model_is_gone_switches_at_once(

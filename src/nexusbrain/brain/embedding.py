@@ -41,6 +41,7 @@ class Embedding:
         )
         if self.background is not None:
             self.background.start()
+        self.on_covered = on_covered
         self.next = VectorWriter(store, next) if next is not None else None
         self.backfill = (
             BackgroundEmbedder(self.next, on_done=on_covered) if self.next is not None else None
@@ -97,8 +98,8 @@ class Embedding:
         backfill = self.backfill
         if backfill is not None and wait:
             done += backfill.drain(progress)
-            if backfill.on_done is not None:
-                backfill.on_done()
+        if self.on_covered is not None and wait:  # completes the switch, or waits for the
+            self.on_covered()  # background thread's (it may have begun it meanwhile)
         return done
 
     def missing(self) -> int:

@@ -124,6 +124,8 @@ class Models:
         self.next: SearchModel | None = None
         self.switched_at: float | None = None
         self._lock = threading.Lock()
+        self._switching = threading.Lock()  # held through a switch; close waits for it
+        self._closed = False
         self._listeners: list[Callable[[SearchModel], None]] = []
         self._choose(embedder, settings)
         self.embedding = self._embedding(background)
@@ -216,7 +218,14 @@ class Models:
     def switch(self) -> bool:
         """Complete a switch once the next model's vectors cover every live chunk: search
         uses it from then on, the record follows, and the old model's vectors are dropped.
-        Whether it switched."""
+        Whether it switched. The background thread that finds the brain covered runs it,
+        and may be orphaned by `promote`, so closing waits for a switch under way."""
+        with self._switching:
+            if self._closed:
+                return False
+            return self._switch()
+
+    def _switch(self) -> bool:
         with self._lock:
             coming, old = self.next, self.current
             if coming is None or old is None or self.embedding.next_missing():
@@ -239,6 +248,8 @@ class Models:
         return True
 
     def close(self) -> None:
+        with self._switching:  # a switch finishes its writes before the store closes
+            self._closed = True
         self.embedding.close()
         for model in (self.current, self.next):
             if model is not None:
