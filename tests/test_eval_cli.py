@@ -91,6 +91,7 @@ def test_json_output_records_config_and_split() -> None:
         "target": "scratch",
         "retrievers": "bm25 only",
         "embedder": "none",
+        "models": {},
     }
     assert {q["split"] for q in value["per_query"]} == {"dev"}
     assert len(value["per_query"]) == 26

@@ -456,3 +456,44 @@ def test_the_documented_sweep_on_locomo_dev(git_root: Path) -> None:
         report
     )
     assert "| recall@10 | balanced − conservative | 760 |" in report
+
+
+# models
+
+
+def test_runs_with_other_models_are_logged_and_compared_by_model(git_root: Path) -> None:
+    """`--embedder`/`--reranker` choose the scratch brains' models; the log records their ids,
+    and the report names each run by mode and models and pairs them as it pairs modes."""
+    sweep = ("eval", "run-all", "--suites", "beir", "--modes", "balanced", *data_args(git_root))
+    plain = run(*sweep, "--budget-usd-retrieval", "5")
+    reranked = run(*sweep, "--reranker", "hashing", "--budget-usd-retrieval", "5")
+    assert plain.exit_code == 0 and reranked.exit_code == 0, plain.output + reranked.output
+    log = git_root / ".nexusbrain-evals" / "eval-results.jsonl"
+    first, second = read_log(log).records
+    assert first.models == {"embedder": "hashing-256"}
+    assert second.models == {"embedder": "hashing-256", "reranker": "cosine:hashing-256"}
+    assert first.run_id.endswith("-beir-balanced-42")
+    assert second.run_id == f"{first.run_id}-env+hashing"
+    assert json.loads(log.read_text().splitlines()[1])["models"] == second.models
+    assert len(latest(read_log(log).records)) == 1  # by mode alone, the later run
+    report = run("eval", "compare", "--suite", "beir").stdout
+    named = ["balanced · hashing-256 + none", "balanced · hashing-256 + cosine:hashing-256"]
+    assert all(f"| {name} | completed |" in report for name in named)
+    paired = [line for line in report.splitlines() if line.startswith("| ndcg@10 | balanced ·")]
+    assert len(paired) == 1 and all(name in paired[0] for name in named)  # the bootstrap's row
+
+
+def test_an_eval_records_the_models_it_searched_with(tmp_path: Path) -> None:
+    folder = write_beir(tmp_path / "beir")
+    args = ["eval", "beir", str(folder), "--split", "dev", "--json"]
+    chosen = run(
+        *args, "--embedder", "hashing", "--reranker", "hashing", env={"BRAIN_EMBEDDER": "edge"}
+    )
+    assert chosen.exit_code == 0, chosen.output
+    retrieval = json.loads(chosen.stdout)["config"]["retrieval"]
+    assert retrieval["embedder"] == "hashing"
+    assert retrieval["models"] == {"embedder": "hashing-256", "reranker": "cosine:hashing-256"}
+    lexical = run(*args, "--lexical-only", env={"BRAIN_RERANKER": "hashing"})
+    assert json.loads(lexical.stdout)["config"]["retrieval"]["models"] == {}
+    refused = run(*args, "--embedder", "bert")
+    assert refused.exit_code != 0 and "embedding profile 'bert' is not one of" in refused.output

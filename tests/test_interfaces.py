@@ -34,7 +34,7 @@ LAYERS = (
             "summaries",
         },
     ),
-    ("storage", {"storage", "embeddings"}),
+    ("storage", {"storage", "embeddings", "rerankers"}),
     ("domain", {"ingest", "retrieval", "graph"}),
     ("core", {"brain"}),
     ("operations", {"operations", "views"}),

@@ -17,7 +17,16 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from nexusbrain.brain import Brain
-from nexusbrain.config import CaptureConfig, Limits, Profile, RateLimit, ServerSettings, Settings
+from nexusbrain.config import (
+    CaptureConfig,
+    Limits,
+    ModelSettings,
+    Profile,
+    RateLimit,
+    Reranking,
+    ServerSettings,
+    Settings,
+)
 from nexusbrain.operations.args import BLANK
 
 from .conftest import LiveServer, _serve, free_port
@@ -71,7 +80,12 @@ def post(operation: str, body: Any, **params: Any) -> Call:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     db = Path(tmp_path_factory.mktemp("openapi")) / "brain.db"
-    settings = Settings(db=db, embedder=Profile.HASHING, capture=CaptureConfig(enabled=True))
+    settings = Settings(
+        db=db,
+        embedder=Profile.HASHING,
+        capture=CaptureConfig(enabled=True),
+        models=ModelSettings(reranker=Reranking.HASHING),
+    )
     with Brain.open(settings=settings) as brain:
         folder = db.parent / "folder"  # a source, one of whose files cannot be read
         folder.mkdir()
@@ -128,6 +142,19 @@ def calls(http: httpx.Client) -> Iterator[Call]:
     yield moved
     relationship = moved.answer["relationships"][0]
     yield Call("GET", "/stats")
+    yield Call("GET", "/models")
+    yield Call("POST", "/models/check")
+    yield Call("GET", "/v1/models")
+    yield post("/v1/embeddings", {"input": ["deploy key", "okapi"], "model": "hashing"})
+    yield post(
+        "/v1/embeddings", {"input": "okapi", "model": "hashing-256", "encoding_format": "base64"}
+    )
+    rerank = {
+        "query": "deploy key",
+        "documents": ["the deploy key", "an okapi"],
+        "model": "hashing",
+    }
+    yield post("/v1/rerank", {**rerank, "top_n": 1, "return_documents": True})
     for mode in ("conservative", "balanced", "tokenmax"):
         yield get("/search", q="who rotates the deploy key", mode=mode, graph="true")
     yield get("/search", q="deploy", best_per_document="true", kind="markdown", k=2)

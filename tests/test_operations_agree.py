@@ -4,8 +4,9 @@ answers), over the command line in process (--local) and over MCP where it has a
 
 Answers are compared whole, errors by their message. The differences allowed are named where
 they are allowed: the memory use of the process that answers `stats`, the server's own status
-that HTTP adds to it, and the time a write by the command line in process is stamped with (the
-served brains share a frozen clock; the command line opens the brain with the real one). The
+that HTTP adds to it, how long a model took to answer `models check`, and the time a write by
+the command line in process is stamped with (the served brains share a frozen clock; the
+command line opens the brain with the real one). The
 command line retires a document in process even with a server up: it takes a path, which the
 server cannot resolve, and DELETE takes an id.
 
@@ -245,6 +246,13 @@ READS = [
         ("status", {}),
         differ=("rss_bytes", "envelope"),
     ),
+    Ask("models", get("/models"), "models"),
+    Ask(
+        "models check",
+        post("/models/check", None),
+        "models check",
+        differ=("checks.seconds",),  # how long each call took
+    ),
     Ask(
         "relations",
         get("/graph/relations", **{"from": "alice"}),
@@ -410,9 +418,13 @@ def _tool_answer(result: CallToolResult) -> Answer:
 
 
 def without(answer: Answer, keys: Sequence[str]) -> Answer:
+    """The answer without these keys; "checks.seconds" is `seconds` in each item of `checks`."""
     kind, value = answer
     if kind == "ok":
+        inner = [key.split(".", 1) for key in keys if "." in key]
         value = {key: item for key, item in value.items() if key not in keys}
+        for outer, key in inner:
+            value[outer] = [{k: v for k, v in item.items() if k != key} for item in value[outer]]
     return (kind, value)
 
 

@@ -113,7 +113,7 @@ def test_search_explain_and_open_the_span(live_server: LiveServer, page: Page) -
     assert bars.count() >= 2  # bm25 and dense at least
     widths = [b.evaluate("e => e.getBoundingClientRect().width") for b in bars.all()]
     assert max(widths) > 0
-    expect(panel.locator("tbody th").first).to_have_text("bm25")
+    expect(panel.locator("tbody th").first).to_have_text("keywords")
 
     first.get_by_role("link", name="Open the document at this span").click()
     span = page.locator("#span")

@@ -8,7 +8,13 @@ The variables, all optional:
 | --- | --- |
 | `BRAIN_DB_URL` | the brain: a path, `sqlite:///path` (`postgresql://…` with the postgres extra) |
 | `BRAIN_DB_PATH` | the SQLite file, when `BRAIN_DB_URL` is not set |
-| `BRAIN_EMBEDDER` | `edge` (default), `quality`, `hashing` or `none` |
+| `BRAIN_EMBEDDER` | `edge` (default), `quality`, `hashing`, `none`, `openai` or `onnx:DIR` |
+| `BRAIN_EMBED_URL`, `_MODEL`, `_API_KEY` | `openai`: its server (ending in `/v1`), model, key |
+| `BRAIN_EMBED_DIMENSIONS`, `BRAIN_EMBED_BATCH` | `openai`: dimensions to ask for, texts a request |
+| `BRAIN_RERANKER` | `none` (default), `quality`, `hashing`, `http` or `onnx:DIR` |
+| `BRAIN_RERANK_URL`, `_MODEL`, `_API_KEY` | `http`: its server, model and key |
+| `BRAIN_MODEL_TIMEOUT` | seconds a search waits for a model server (2) |
+| `BRAIN_RERANK_BUDGET` | seconds a search waits for its reranker (the mode's, 2) |
 | `BRAIN_CAPTURE`, `BRAIN_CAPTURE_MAX_ROWS` | capture searches for replay, and how many to keep |
 | `BRAIN_POSTINGS_CACHE_MB` | memory for scored postings (32) |
 | `BRAIN_DURABILITY` | `full` (default: a write is acknowledged once on disk) or `normal` |
@@ -71,20 +77,94 @@ HNSW_BUILD_MEMORY = "512MB"
 
 
 class Profile(StrEnum):
-    """Embedding profiles (embeddings/profiles.py loads them)."""
+    """Embedding profiles (embeddings/profiles.py loads them): the shipped models, a model
+    on an OpenAI-compatible server (`openai`) and a sentence-transformers folder exported to
+    ONNX (`onnx`, named `onnx:DIR`)."""
 
     EDGE = "edge"
     QUALITY = "quality"
     HASHING = "hashing"
     NONE = "none"
+    OPENAI = "openai"
+    ONNX = "onnx"
 
 
 def parse_profile(name: str) -> Profile:
+    """A profile by name (`onnx:DIR` is the `onnx` profile; its folder: `parse_embedder`)."""
+    return parse_embedder(name)[0]
+
+
+def parse_embedder(name: str) -> tuple[Profile, Path | None]:
+    """BRAIN_EMBEDDER's value: the profile, and the folder of `onnx:DIR`."""
+    kind, _, folder = name.strip().partition(":")
     try:
-        return Profile(name.strip().lower())
+        profile = Profile(kind.strip().lower())
     except ValueError:
-        choices = ", ".join(p.value for p in Profile)
+        choices = ", ".join(p.value if p is not Profile.ONNX else "onnx:DIR" for p in Profile)
         raise ConfigError(f"embedding profile {name!r} is not one of: {choices}") from None
+    if (profile is Profile.ONNX) != bool(folder):
+        raise ConfigError(
+            f"embedding profile {name!r}: name the model's folder as onnx:DIR "
+            "(a sentence-transformers model exported to ONNX), and only for onnx"
+        )
+    return profile, Path(folder).expanduser() if folder else None
+
+
+class Reranking(StrEnum):
+    """Rerankers (rerankers/ loads them): none, the quality profile's MiniLM scoring the
+    fused top by cosine, the hashing model (tests), a server's /rerank, an ONNX cross-encoder
+    (`onnx:DIR`)."""
+
+    NONE = "none"
+    QUALITY = "quality"
+    HASHING = "hashing"
+    HTTP = "http"
+    ONNX = "onnx"
+
+
+def parse_reranker(name: str) -> tuple[Reranking, Path | None]:
+    """BRAIN_RERANKER's value: the reranker, and the folder of `onnx:DIR`."""
+    kind, _, folder = name.strip().partition(":")
+    try:
+        chosen = Reranking(kind.strip().lower() or Reranking.NONE.value)
+    except ValueError:
+        choices = ", ".join(r.value if r is not Reranking.ONNX else "onnx:DIR" for r in Reranking)
+        raise ConfigError(f"BRAIN_RERANKER={name!r} is not one of: {choices}") from None
+    if (chosen is Reranking.ONNX) != bool(folder):
+        raise ConfigError(
+            f"BRAIN_RERANKER={name!r}: name the cross-encoder's folder as onnx:DIR "
+            "(a model exported to ONNX), and only for onnx"
+        )
+    return chosen, Path(folder).expanduser() if folder else None
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A model on a server: its base URL, the model's name there, and the key (never shown)."""
+
+    url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+
+
+MODEL_TIMEOUT = 2.0  # seconds a search waits for a model server before going on without it
+EMBED_BATCH = 32  # texts in one request to an embedding server
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Where the embedder and the reranker come from, beyond the profile's name
+    (docs/design/models.md)."""
+
+    embed_folder: Path | None = None  # onnx:DIR
+    embed_server: Endpoint | None = None  # openai
+    dimensions: int | None = None  # asked of the embedding server
+    batch: int = EMBED_BATCH
+    reranker: Reranking = Reranking.NONE
+    rerank_folder: Path | None = None  # onnx:DIR
+    rerank_server: Endpoint | None = None  # http
+    timeout: float = MODEL_TIMEOUT
+    rerank_budget: float | None = None  # replaces the modes' (an evaluation on a busy machine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +304,7 @@ class Settings:
     capture: CaptureConfig = field(default_factory=CaptureConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
     embedder: Profile = Profile.EDGE
+    models: ModelSettings = field(default_factory=ModelSettings)
     default_domain: str = "default"
     searches_at_once: int = SEARCHES_AT_ONCE
 
@@ -241,14 +322,71 @@ class Settings:
         lexical = LexicalConfig(
             postings_cache_mb=_count(env, "BRAIN_POSTINGS_CACHE_MB", POSTINGS_CACHE_MB)
         )
+        profile, _ = parse_embedder(env.get("BRAIN_EMBEDDER", Profile.EDGE.value))
         return cls(
             db=resolve_db(db, env),
             lexical=lexical,
             storage=StorageConfig(durability=_durability(env.get("BRAIN_DURABILITY", ""))),
             capture=capture,
-            embedder=parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value)),
+            embedder=profile,
+            models=model_settings(env),
             searches_at_once=_count(env, "BRAIN_SEARCHES_AT_ONCE", SEARCHES_AT_ONCE),
         )
+
+
+def model_settings(
+    environ: Mapping[str, str] | None = None,
+    *,
+    embedder: str | None = None,
+    reranker: str | None = None,
+) -> ModelSettings:
+    """The models' settings from BRAIN_EMBEDDER, BRAIN_EMBED_*, BRAIN_RERANKER, BRAIN_RERANK_*
+    BRAIN_MODEL_TIMEOUT and BRAIN_RERANK_BUDGET; `embedder` and `reranker` (an eval's flags)
+    replace the first
+    two. ConfigError for a server profile without its URL and model."""
+    env = environ_of(environ)
+    profile, embed_folder = parse_embedder(embedder or env.get("BRAIN_EMBEDDER", "edge"))
+    chosen, rerank_folder = parse_reranker(reranker or env.get("BRAIN_RERANKER", "none"))
+    return ModelSettings(
+        embed_folder=embed_folder,
+        embed_server=_endpoint(env, "EMBED") if profile is Profile.OPENAI else None,
+        dimensions=_count(env, "BRAIN_EMBED_DIMENSIONS", 384)
+        if env.get("BRAIN_EMBED_DIMENSIONS", "").strip()
+        else None,
+        batch=_count(env, "BRAIN_EMBED_BATCH", EMBED_BATCH),
+        reranker=chosen,
+        rerank_folder=rerank_folder,
+        rerank_server=_endpoint(env, "RERANK") if chosen is Reranking.HTTP else None,
+        timeout=_positive(env, "BRAIN_MODEL_TIMEOUT", MODEL_TIMEOUT),
+        rerank_budget=_positive(env, "BRAIN_RERANK_BUDGET", 0.0)
+        if env.get("BRAIN_RERANK_BUDGET", "").strip()
+        else None,
+    )
+
+
+def _endpoint(environ: Mapping[str, str], part: str) -> Endpoint:
+    names = (f"BRAIN_{part}_URL", f"BRAIN_{part}_MODEL")
+    missing = [n for n in names if not environ.get(n, "").strip()]
+    if missing:
+        which = "BRAIN_EMBEDDER=openai" if part == "EMBED" else "BRAIN_RERANKER=http"
+        example = (
+            "BRAIN_EMBED_URL=http://127.0.0.1:11434/v1 BRAIN_EMBED_MODEL=nomic-embed-text"
+            if part == "EMBED"
+            else "BRAIN_RERANK_URL=http://127.0.0.1:8080 BRAIN_RERANK_MODEL=bge-reranker-base"
+        )
+        raise ConfigError(f"{which} needs {' and '.join(missing)}: e.g. {example}")
+    url = environ[names[0]].strip()
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{names[0]}={url!r} is not an http:// or https:// URL")
+    key = environ.get(f"BRAIN_{part}_API_KEY", "").strip() or None
+    return Endpoint(url.rstrip("/"), environ[names[1]].strip(), key)
+
+
+def _positive(environ: Mapping[str, str], name: str, default: float) -> float:
+    value = _number(environ, name, default)
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{name}={environ.get(name)!r} must be a number of seconds above 0")
+    return value
 
 
 def server_settings(

@@ -6,6 +6,8 @@
     ├── Conflict        the request contradicts stored state           (HTTP 409)
     ├── ConfigError     a bad setting or environment variable          (HTTP 500)
     ├── MissingExtra    an optional dependency is not installed        (HTTP 501)
+    ├── ModelUnavailable a model server failed, refused or did not       (HTTP 503)
+    │                   answer in time (a search goes on without it)
     └── StorageError    the database failed or is corrupt              (HTTP 500)
         ├── Busy        another writer held the database past the busy  (HTTP 503,
         │               timeout: nothing was changed, retry              Retry-After)
@@ -60,6 +62,14 @@ class MissingExtra(BrainError):
             f"install it with: pip install 'nexusbrain[{extra}]'"
         )
         self.extra = extra
+
+
+class ModelUnavailable(BrainError):
+    """A model server (an embedder's or a reranker's) failed, refused the request or did not
+    answer in time. The message says which server and why, in words, never with its key. A
+    search goes on without the model and says so; a write's vectors follow later."""
+
+    code = "model_unavailable"
 
 
 class StorageError(BrainError):

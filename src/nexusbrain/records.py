@@ -311,6 +311,7 @@ class Trace:
     confidence: Confidence | None = None  # the result set's, the same for each of its hits
     dense_coverage: DenseCoverage | None = None  # None: every chunk had its vector
     day: str | None = None  # the day ("2022-11-09") or month the query names, if said then
+    notes: tuple[str, ...] = ()  # what went otherwise than asked: a model that did not answer
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,9 +25,13 @@ from nexusbrain.records import (
     WriteStatus,
 )
 from nexusbrain.retrieval.confidence import describe
+from nexusbrain.retrieval.retrievers import label
 
 if TYPE_CHECKING:  # the views only read these records: a search view loads none of it
+    import numpy as np
+
     from nexusbrain.brain import BrainStats, EmbedderInfo, Recall
+    from nexusbrain.brain.models import ModelCheck
     from nexusbrain.graph.model import (
         AsOf,
         Entity,
@@ -95,9 +99,14 @@ def trace(value: Trace) -> dict[str, Any]:
         out["rerank"] = asdict(value.rerank)
     if value.context is not None:
         out["context"] = value.context
+    notes = list(value.notes)
+    if notes:
+        out["notes"] = list(value.notes)
     if value.dense_coverage is not None:
         out["dense_coverage"] = asdict(value.dense_coverage)
-        out["note"] = coverage_note(value.dense_coverage)
+        notes.append(coverage_note(value.dense_coverage))
+    if notes:
+        out["note"] = "; ".join(notes)
     if value.day is not None:
         out["day"] = value.day
     return out
@@ -318,6 +327,9 @@ def embedder(value: EmbedderInfo) -> dict[str, Any]:
         if value.model_id is None
         else ("background" if value.background else "inline"),
         "embedded_chunks": value.embedded_chunks,
+        "switch": None
+        if value.switching_to is None
+        else {"to": value.switching_to, "embedded_chunks": value.switch_embedded},
     }
 
 
@@ -337,7 +349,7 @@ def explanation(value: Explanation) -> dict[str, Any]:
         "fused_rank": value.fused_rank,
         "fused_score": value.fused_score,
         "excluded_by": list(value.excluded_by),
-        "lists": [asdict(p) for p in value.positions],
+        "lists": [{**asdict(p), "label": label(p.retriever)} for p in value.positions],
         "depth": value.depth,
         "copy_of": value.copy_of,
     }
@@ -458,10 +470,24 @@ def search(
 ) -> dict[str, Any]:
     """The answer to a search, the same from the CLI, HTTP and MCP; with the top hits' graph
     context when `facts` are given."""
-    out = {"query": query, "mode": str(mode), **match(hits), "hits": [hit(h) for h in hits]}
+    out = {
+        "query": query,
+        "mode": str(mode),
+        **match(hits),
+        "lists": lists(hits),
+        "hits": [hit(h) for h in hits],
+    }
     if facts is not None:
         out["graph_context"] = [graph_fact(f) for f in facts]
     return out
+
+
+def lists(hits: Sequence[Hit]) -> dict[str, str]:
+    """The lists the hits' traces name, each in words ("bm25": "keywords"): what the command
+    line and the web page print, so that they keep no copy of the names."""
+    names = {r.retriever for h in hits for r in h.trace.retrievers}
+    names.update(f.retriever for h in hits for f in h.trace.fusion)
+    return {name: label(name) for name in sorted(names)}
 
 
 def match(hits: Sequence[Hit]) -> dict[str, Any]:
@@ -483,3 +509,79 @@ def result_confidence(hits: Sequence[Hit]) -> Confidence | None:
     """The result set's confidence, which every hit it ranked carries (context added to a
     recall carries none)."""
     return next((h.trace.confidence for h in hits if h.trace.confidence is not None), None)
+
+
+# models
+
+
+def models_report(value: Mapping[str, Any]) -> dict[str, Any]:
+    """What `nexusbrain models` says (brain/models.py's report: already JSON)."""
+    return dict(value)
+
+
+def models_check(checks: Sequence[ModelCheck]) -> dict[str, Any]:
+    return {"checks": [asdict(c) for c in checks], "ok": all(c.ok for c in checks)}
+
+
+def embeddings(
+    model_id: str, vectors: np.ndarray, encoding: str, texts: Sequence[str]
+) -> dict[str, Any]:
+    """OpenAI's embeddings answer. Its usage counts words, not the model's tokens."""
+    import base64
+
+    import numpy as np
+
+    def encoded(row: np.ndarray) -> Any:
+        if encoding == "base64":
+            return base64.b64encode(row.astype("<f4").tobytes()).decode("ascii")
+        return row.astype(np.float32).tolist()
+
+    words = sum(len(t.split()) for t in texts)
+    return {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": i, "embedding": encoded(row)}
+            for i, row in enumerate(vectors)
+        ],
+        "model": model_id,
+        "usage": {"prompt_tokens": words, "total_tokens": words},
+    }
+
+
+def reranked(
+    model_id: str,
+    scores: Sequence[float],
+    top_n: int | None,
+    query: str,
+    documents: Sequence[str],
+    *,
+    with_text: bool,
+) -> dict[str, Any]:
+    """The rerank answer: the best `top_n` (every one by default), best first, each with its
+    index in the request, its score and, `with_text`, its text. Its usage counts words."""
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:top_n]
+    results: list[dict[str, Any]] = []
+    for i in order:
+        result: dict[str, Any] = {"index": i, "relevance_score": scores[i]}
+        if with_text:
+            result["document"] = {"text": documents[i]}
+        results.append(result)
+    words = len(query.split()) + sum(len(d.split()) for d in documents)
+    return {"model": model_id, "results": results, "usage": {"total_tokens": words}}
+
+
+def served(models: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
+    """OpenAI's list of models; each also names its profile (`name`) and what it does."""
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": model_id,
+                "object": "model",
+                "owned_by": "nexusbrain",
+                "name": name,
+                "kind": kind,
+            }
+            for model_id, name, kind in models
+        ],
+    }

@@ -22,6 +22,7 @@ from nexusbrain.errors import (
     Full,
     InvalidInput,
     MissingExtra,
+    ModelUnavailable,
     NotFound,
     StorageError,
     TooLarge,
@@ -43,6 +44,7 @@ STATUS: dict[type[BrainError], int] = {
     Conflict: 409,
     ConfigError: 500,
     MissingExtra: 501,
+    ModelUnavailable: 503,
     StorageError: 500,
 }
 _HTTP_CODES = {

@@ -94,13 +94,126 @@ else:
         embedded="chunks the dense list could rank",
         has_vector="false: BM25 alone ranked this hit",
     )
-    ListPositionOut = mirror(
-        ListPosition, "ListPositionOut", rank="null: not in that list, to the search's depth"
+    ListPositionOut = create_model(
+        "ListPositionOut",
+        __base__=mirror(
+            ListPosition, "ListPosition", rank="null: not in that list, to the search's depth"
+        ),
+        label=(str, Field(description='the list in words ("keywords")')),
     )
     # The starts of two views that go on with fields of their own: bases, not answers, so
     # deleted once the views are declared (the OpenAPI document lists this module's models).
     DocumentHeadOut = mirror(DocumentHead, "DocumentHeadOut", until="revision")
     HitHeadOut = mirror(Hit, "HitHeadOut", until="unit")
+
+
+# models
+
+
+class EmbedderOut(Out):
+    profile: str = Field(description="edge, quality, hashing, openai or onnx")
+    model_id: str
+    dim: int
+    where: str = Field(description="in process, the server's URL, or the model's folder")
+    embedding: str = Field(description="inline (in the write) or background")
+
+
+class RerankerOut(Out):
+    kind: str = Field(description="quality, hashing, http or onnx")
+    model_id: str
+    where: str = Field(description="in process, the server's URL, or the model's folder")
+
+
+class ModelVectorsOut(Out):
+    model: str
+    vectors: int = Field(description="vectors stored (one per distinct text)")
+    chunks: int = Field(description="live chunks that have one")
+
+
+class ModelSwitchOut(Out):
+    from_: str | None = Field(alias="from", description="the model search uses meanwhile")
+    to: str = Field(description="the configured model, which search switches to once it covers")
+    embedded_chunks: int
+    chunks: int
+
+
+class ModelsOut(Out):
+    embedder: EmbedderOut | None = Field(description="null: lexical only")
+    reranker: RerankerOut | None
+    search_model: str | None = Field(description="the model whose vectors search uses")
+    chunks: int
+    covered: int | None = Field(description="live chunks that have the search model's vector")
+    vectors: list[ModelVectorsOut]
+    switch: ModelSwitchOut | None = Field(description="a model switch under way")
+
+
+class ModelCheckOut(Out):
+    role: str = Field(description="embedder or reranker")
+    model_id: str
+    ok: bool
+    seconds: float = Field(description="how long one call took")
+    dim: int | None = Field(description="the embedder's dimension")
+    error: str | None = Field(description="what failed, in words")
+
+
+class ModelChecksOut(Out):
+    checks: list[ModelCheckOut]
+    ok: bool
+
+
+class EmbeddingOut(Out):
+    object: str = Field(description='"embedding"')
+    index: int
+    embedding: list[float] | str = Field(description="the vector, or its base64 float32 bytes")
+
+
+class UsageOut(Out):
+    prompt_tokens: int = Field(description="words, not the model's tokens")
+    total_tokens: int
+
+
+class EmbeddingsOut(Out):
+    """OpenAI's embeddings answer."""
+
+    object: str = Field(description='"list"')
+    data: list[EmbeddingOut]
+    model: str
+    usage: UsageOut
+
+
+class RerankTextOut(Out):
+    text: str
+
+
+class RerankResultOut(Out):
+    index: int = Field(description="the document's place in the request, from 0")
+    relevance_score: float
+    document: RerankTextOut | None = Field(default=None, description="with return_documents")
+
+
+class RerankUsageOut(Out):
+    total_tokens: int = Field(description="words, not the model's tokens")
+
+
+class RerankedOut(Out):
+    model: str
+    results: list[RerankResultOut] = Field(description="best first")
+    usage: RerankUsageOut
+
+
+class ServedModelOut(Out):
+    id: str
+    object: str = Field(description='"model"')
+    owned_by: str
+    name: str = Field(description="its other name (the profile): what BRAIN_EMBED_MODEL may say")
+    kind: str = Field(description="embedding or rerank")
+
+
+class ServedModelsOut(Out):
+    """OpenAI's list of models."""
+
+    object: str
+    data: list[ServedModelOut]
 
 
 # system
@@ -133,6 +246,11 @@ class EnvelopeOut(Out):
     breaches: list[BreachOut]
 
 
+class SwitchOut(Out):
+    to: str = Field(description="the configured model, which search switches to once it covers")
+    embedded_chunks: int | None = Field(description="the chunks it has embedded so far")
+
+
 class StatsOut(Out):
     version: str
     db_path: str
@@ -142,13 +260,16 @@ class StatsOut(Out):
     db_bytes: int
     rss_bytes: int
     schema_version: int
-    embedder: str = Field(description="the profile: edge, quality, hashing or none")
+    embedder: str = Field(description="the profile: edge, quality, hashing, none, openai or onnx")
     model_id: str | None = Field(description="the model whose vectors search uses (none: off)")
     embedding: str = Field(
         description="inline (in the write), background (a thread after it) or off"
     )
     embedded_chunks: int | None = Field(
         description="chunks that have the model's vector; trails chunks while it embeds"
+    )
+    switch: SwitchOut | None = Field(
+        description="while the configured model embeds the brain, before search switches to it"
     )
     envelope: EnvelopeOut
 
@@ -202,7 +323,16 @@ class TraceOut(Out):
     dense_coverage: DenseCoverageOut | None = Field(
         default=None, description="present while some chunks still wait for their vectors"
     )
-    note: str | None = Field(default=None, description="dense_coverage in words")
+    notes: list[str] = Field(
+        default=[],
+        description="what went otherwise than asked: a model server that did not answer (BM25"
+        " alone ranked the search), a reranker that did not finish in time",
+    )
+    note: str | None = Field(
+        default=None,
+        description="in words: a model that did not answer (BM25 alone ranked the search), "
+        "and dense_coverage",
+    )
     day: str | None = Field(
         default=None,
         description="the day (2022-11-09) or month (2022-11) the query names, when this hit "
@@ -273,6 +403,9 @@ class SearchOut(Out):
     mode: SearchMode
     confidence: ConfidenceOut | None = Field(description="null when there are no hits")
     match: str = Field(description="the confidence in words")
+    lists: dict[str, str] = Field(
+        description='the lists the hits come from, each named in words ("bm25": "keywords")'
+    )
     hits: list[HitOut]
     graph_context: list[GraphFactOut] = Field(default=[], description="with graph=true")
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from nexusbrain.brain.capture import CaptureLog
 from nexusbrain.brain.embedding import Embedding
+from nexusbrain.brain.models import Models
 from nexusbrain.clock import Clock
 from nexusbrain.config import HNSW_BUILD_MEMORY, Settings
 from nexusbrain.embeddings import Embedder
@@ -37,19 +38,27 @@ class Admin:
         settings: Settings,
         clock: Clock,
         *,
-        embedder: Embedder | None,
-        embedding: Embedding,
-        index: DenseIndex | None,
+        models: Models,
         captures: CaptureLog,
     ) -> None:
         self._backend = backend
         self._store = backend.documents
         self._settings = settings
         self._clock = clock
-        self._embedder = embedder
-        self._embedding = embedding
-        self._index = index
+        self._models = models
         self._captures = captures
+
+    @property
+    def _embedding(self) -> Embedding:
+        return self._models.embedding
+
+    @property
+    def _index(self) -> DenseIndex | None:
+        return self._models.current.index if self._models.current else None
+
+    @property
+    def _embedder(self) -> Embedder | None:
+        return self._models.current.embedder if self._models.current else None
 
     def backup(self, target: str | Path) -> Path:
         """A consistent copy of the whole brain at `target`, taken while other processes and
@@ -94,7 +103,8 @@ class Admin:
 
         settings = replace(self._settings, db=str(target))
         backend = open_backend(settings.db, settings.lexical, settings.storage)
-        with Brain(backend, self._embedder, settings, clock=self._clock) as other:
+        embedder = self._models.configured
+        with Brain(backend, embedder, settings, clock=self._clock) as other:
             if next(itertools.islice(other.admin.export(), 1, None), None) is not None:
                 raise Conflict(
                     f"the brain at {backend.describe()} is not empty: copy into a new"
@@ -152,7 +162,9 @@ class Admin:
         return dense_admin(self._backend).build_dense(
             embedder.model_id,
             embedder.dim,
-            centre=centred(self._settings.embedder),
+            centre=centred(
+                self._models.current.profile if self._models.current else self._settings.embedder
+            ),
             m=m,
             ef_construction=ef_construction,
             memory=memory,

@@ -4,7 +4,7 @@ or an import."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from nexusbrain.embeddings import Embedder
@@ -19,10 +19,21 @@ if TYPE_CHECKING:
 
 class Embedding:
     """Which chunks get vectors, and when. Without an embedder (the `none` profile) every
-    method is a no-op and writes carry no vectors."""
+    method is a no-op and writes carry no vectors.
+
+    During a model switch (brain/models.py) writes still get the search model's vectors as
+    before, and a second background thread makes the `next` model's for every chunk; it
+    calls `on_covered` each time it finds none missing, and `promote` makes the next model
+    the one writes embed with."""
 
     def __init__(
-        self, store: DocumentStore, embedder: Embedder | None, *, background: bool
+        self,
+        store: DocumentStore,
+        embedder: Embedder | None,
+        *,
+        background: bool,
+        next: Embedder | None = None,
+        on_covered: Callable[[], None] | None = None,
     ) -> None:
         self.vectors = VectorWriter(store, embedder) if embedder else None
         self.background = (
@@ -30,6 +41,29 @@ class Embedding:
         )
         if self.background is not None:
             self.background.start()
+        self.on_covered = on_covered
+        self.next = VectorWriter(store, next) if next is not None else None
+        self.backfill = (
+            BackgroundEmbedder(self.next, on_done=on_covered) if self.next is not None else None
+        )
+        if self.backfill is not None:
+            self.backfill.start()
+
+    def promote(self, *, background: bool) -> None:
+        """The next model is the one writes embed with from now on (inline, or with
+        `background` in its thread, which goes on as the brain's background embedder)."""
+        assert self.next is not None and self.backfill is not None
+        old = self.background
+        self.vectors, self.next = self.next, None
+        backfill, self.backfill = self.backfill, None
+        backfill.on_done = None
+        if background:
+            self.background = backfill
+        else:
+            self.background = None
+            backfill.close()
+        if old is not None:
+            old.close()
 
     def prepared(self, batch: Sequence[Prepared]) -> tuple[DocumentItems, VectorBatch | None]:
         """The batch's chunks with their text hashes, and the vectors the store lacks: done
@@ -53,16 +87,30 @@ class Embedding:
             self.background.wake()
 
     def embed_missing(self, progress: Progress | None = None, *, wait: bool = True) -> int:
-        """Embed every chunk without a vector for the current model; how many were embedded.
-        With `wait=False` a background embedder is left to do it, and 0 comes back at once."""
+        """Embed every chunk without a vector for the current model, and during a switch for
+        the next one too (which then completes it); how many were embedded. With
+        `wait=False` the background threads are left to do it, and 0 comes back at once."""
+        done = 0
         if self.background is not None:
-            return self.background.drain(progress) if wait else 0
-        return self.vectors.backfill(progress) if self.vectors else 0
+            done = self.background.drain(progress) if wait else 0
+        elif self.vectors is not None:
+            done = self.vectors.backfill(progress)
+        backfill = self.backfill
+        if backfill is not None and wait:
+            done += backfill.drain(progress)
+        if self.on_covered is not None and wait:  # completes the switch, or waits for the
+            self.on_covered()  # background thread's (it may have begun it meanwhile)
+        return done
 
     def missing(self) -> int:
         """Chunks without a vector for the current model (0 without a model)."""
         return self.vectors.missing() if self.vectors else 0
 
+    def next_missing(self) -> int | None:
+        """During a switch, chunks without a vector for the next model (None: no switch)."""
+        return self.next.missing() if self.next is not None else None
+
     def close(self) -> None:
-        if self.background is not None:
-            self.background.close()
+        for thread in (self.backfill, self.background):
+            if thread is not None:
+                thread.close()

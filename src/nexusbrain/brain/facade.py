@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING, Any
 from nexusbrain import __version__
 from nexusbrain.brain.admin import Admin
 from nexusbrain.brain.capture import CaptureLog
-from nexusbrain.brain.embedding import Embedding
+from nexusbrain.brain.models import Models
 from nexusbrain.brain.writes import Writer
 from nexusbrain.clock import Clock, utc_now
 from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings import Embedder, load_embedder
-from nexusbrain.embeddings.profiles import centred, embeds_in_background
-from nexusbrain.embeddings.reference import reference_vector
 from nexusbrain.errors import InvalidInput, NotFound
 from nexusbrain.records import (
     MAX_ID,
@@ -37,13 +35,14 @@ from nexusbrain.records import (
     StoreStats,
     WriteResult,
 )
+from nexusbrain.rerankers import Reranker, load_reranker
 from nexusbrain.retrieval.background import annotate
 from nexusbrain.retrieval.hits import with_neighbours
 from nexusbrain.retrieval.modes import PRESETS, SearchConfig
 from nexusbrain.retrieval.pipeline import Searcher
 from nexusbrain.retrieval.tokens import fit_budget, fit_in_order
 from nexusbrain.storage import open as open_backend
-from nexusbrain.storage.base import Backend, DenseIndex
+from nexusbrain.storage.base import Backend
 
 # What only writes, the graph, explain and stats use is imported where it is used: a search
 # in a fresh process (the command line without a server) then loads none of it.
@@ -78,6 +77,8 @@ class EmbedderInfo:
     dim: int | None
     embedded_chunks: int | None = None  # chunks with a vector for the model (None: no model)
     background: bool = False  # writes leave embedding to a background thread
+    switching_to: str | None = None  # the configured model, while it embeds the brain
+    switch_embedded: int | None = None  # the chunks it has embedded so far
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,38 +104,33 @@ class Brain:
         *,
         clock: Clock = utc_now,
         background: bool | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         """`background`: embed in a background thread, not inside each write (by default, when
-        the profile's model is slow: embeddings/profiles.py)."""
+        the profile's model is slow: embeddings/profiles.py); `reranker`: re-orders the fused
+        top of every search."""
         self.settings = settings
         self._backend = backend
         self._store = backend.documents
         self._clock = clock
-        self._embedder = embedder
-        if background is None:
-            background = embeds_in_background(settings.embedder)
-        self._embedding = Embedding(self._store, embedder, background=background)
-        self._index = _dense_index(backend, embedder, settings) if embedder else None
+        self.models = Models(backend, embedder, settings, reranker, background=background)
+        self._embedding = self.models.embedding
+        current = self.models.current
         self._searcher = Searcher(
             self._store,
             backend.lexical,
             settings.lexical,
-            embedder,
-            self._index,
-            profile=settings.embedder,
+            current.embedder if current else None,
+            current.index if current else None,
+            profile=current.profile if current else settings.embedder,
             at_once=settings.searches_at_once,
+            reranker=reranker,
+            rerank_budget=settings.models.rerank_budget,
         )
+        self.models.on_switch(lambda m: self._searcher.use_dense(m.embedder, m.index, m.profile))
         self._captures = CaptureLog(self._store, settings.capture, clock)
         self._writer = Writer(backend, settings, clock, self._embedding)
-        self.admin = Admin(
-            backend,
-            settings,
-            clock,
-            embedder=embedder,
-            embedding=self._embedding,
-            index=self._index,
-            captures=self._captures,
-        )
+        self.admin = Admin(backend, settings, clock, models=self.models, captures=self._captures)
         self._graph: Graph | None = None
         self._sources: Sources | None = None
 
@@ -158,7 +154,9 @@ class Brain:
             chosen = settings if db is None else replace(settings, db=db)
         backend = open_backend(chosen.db, chosen.lexical, chosen.storage, create=create)
         try:
-            return cls(backend, load_embedder(chosen.embedder), chosen, clock=clock)
+            embedder = load_embedder(chosen.embedder, chosen.models)
+            reranker = load_reranker(chosen.models)
+            return cls(backend, embedder, chosen, clock=clock, reranker=reranker)
         except BaseException:
             backend.close()
             raise
@@ -188,10 +186,8 @@ class Brain:
 
     def close(self) -> None:
         """Stop the worker threads, save the dense index's cache and close the database."""
-        self._embedding.close()
         self._searcher.close()
-        if self._index is not None:
-            self._index.close()
+        self.models.close()
         self._backend.close()
 
     def __enter__(self) -> Brain:
@@ -301,9 +297,9 @@ class Brain:
         hits = self._searcher.search(
             query, k, filters or SearchFilters(), config, best_per_document=best_per_document
         )
-        background = self._embedding.background
-        if background is not None and self._index is not None and config.dense:
-            hits = annotate(hits, self._index, self._store, background.pending)
+        background, current = self._embedding.background, self.models.current
+        if background is not None and current is not None and config.dense:
+            hits = annotate(hits, current.index, self._store, background.pending)
         return hits
 
     def recall(
@@ -470,20 +466,24 @@ class Brain:
         its vectors."""
         import psutil
 
-        embedder = self._embedder
+        current = self.models.current
+        embedder = current.embedder if current else None
         store = self._store.stats()
         missing = self._embedding.missing()
+        coming = self._embedding.next_missing()
         return BrainStats(
             store=store,
             db_path=self._backend.describe(),
             rss_bytes=psutil.Process().memory_info().rss,
             version=__version__,
             embedder=EmbedderInfo(
-                self.settings.embedder,
+                current.profile if current else self.settings.embedder,
                 embedder.model_id if embedder else None,
                 embedder.dim if embedder else None,
                 max(0, store.chunks - missing) if embedder else None,
                 self._embedding.background is not None,
+                self.models.next.embedder.model_id if self.models.next else None,
+                None if coming is None else max(0, store.chunks - coming),
             ),
         )
 
@@ -491,12 +491,6 @@ class Brain:
         """Return once the database answers. Raises StorageError (Unavailable when its
         server cannot be reached)."""
         self._backend.ping()
-
-
-def _dense_index(backend: Backend, embedder: Embedder, settings: Settings) -> DenseIndex:
-    centre = centred(settings.embedder)
-    reference = reference_vector(embedder) if centre else None
-    return backend.dense_index(embedder.model_id, embedder.dim, centre=centre, reference=reference)
 
 
 def _distinct(config: SearchConfig, distinct: bool | None) -> SearchConfig:

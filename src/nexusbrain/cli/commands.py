@@ -73,19 +73,39 @@ def add_commands(root: LazyGroup, group: str | None = None) -> None:
     """The operations' commands in `root`: those of `group` ("graph add" is `add` in the
     group `graph`), else those at the top and each group."""
     for operation in OPERATIONS:
-        if operation.cli is not None:
+        if operation.cli is not None and operation.cli.name not in GROUPS:
             *words, name = operation.cli.name.split()
             if (words[0] if words else None) == group:
                 root.add_lazy(name, partial(command, operation, name), operation.cli.help)
     if group is None:
         for name, help in GROUPS.items():
-            root.add_lazy(name, partial(_group, name, help), help)
+            own = next((o for o in OPERATIONS if o.cli and o.cli.name == name), None)
+            summary = own.cli.help if own is not None and own.cli is not None else help
+            root.add_lazy(name, partial(_group, name, help, own), summary)
 
 
-def _group(name: str, help: str) -> click.Command:
-    made = LazyGroup(name, help=help)
+def _group(name: str, help: str, own: Operation | None) -> click.Command:
+    """A group of commands; with `own`, an operation whose command is the group's name, the
+    group answers it when no command of its own is given (`models`, `models check`)."""
+    if own is None:
+        made = LazyGroup(name, help=help)
+    else:
+        answer = command(own, name)
+        made = LazyGroup(
+            name,
+            params=answer.params,
+            callback=click.pass_context(partial(_own, answer)),
+            invoke_without_command=True,
+            help=answer.help,
+        )
     add_commands(made, name)
     return made
+
+
+def _own(answer: click.Command, ctx: click.Context, **given: Any) -> None:
+    if ctx.invoked_subcommand is None:
+        assert answer.callback is not None
+        answer.callback(**given)
 
 
 def emit(value: Any) -> None:
@@ -118,6 +138,8 @@ def command(operation: Operation, name: str) -> click.Command:
             emit(view)
         else:
             printer(view, given)
+        if isinstance(view, dict) and view.get("ok") is False:  # a check that failed
+            ctx.exit(1)
 
     return click.Command(name, params=params, callback=run, help=operation.cli.help)
 

@@ -32,7 +32,13 @@ from nexusbrain.cli.eval_options import (
     scoring_options,
 )
 from nexusbrain.cli.eval_render import finish
-from nexusbrain.cli.eval_targets import BrainTarget, HttpTarget, open_brain, scratch_factory
+from nexusbrain.cli.eval_targets import (
+    BrainTarget,
+    HttpTarget,
+    ModelChoice,
+    open_brain,
+    scratch_factory,
+)
 from nexusbrain.cli.render import Bars
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals import beir, known_item, locomo, longmemeval
@@ -125,6 +131,22 @@ def _server_url(value: str | None) -> str | None:
     return value
 
 
+def models_options(func: F) -> F:
+    """--embedder and --reranker: the scratch brains' models, as BRAIN_EMBEDDER and
+    BRAIN_RERANKER take them (a server's URL and model still come from BRAIN_EMBED_* and
+    BRAIN_RERANK_*); the run records the model ids."""
+    func = click.option(
+        "--reranker",
+        metavar="NAME",
+        help="none, quality, http or onnx:DIR (default: $BRAIN_RERANKER, else none).",
+    )(func)
+    return click.option(
+        "--embedder",
+        metavar="NAME",
+        help="edge, quality, openai or onnx:DIR (default: $BRAIN_EMBEDDER, else edge).",
+    )(func)
+
+
 def _api_option(func: F) -> F:
     return click.option(
         "--api", metavar="URL", help="A running server, e.g. http://127.0.0.1:8765"
@@ -209,6 +231,7 @@ def _one_split(folder: Path, splits: Sequence[str]) -> str:
     help="Also write the ranking as a TREC run file (for trec_eval or `eval score`).",
 )
 @_scratch_option
+@models_options
 @scored(100)
 @click.pass_context
 def beir_command(
@@ -217,6 +240,8 @@ def beir_command(
     split: str,
     trec_run: Path | None,
     server: str | None,
+    embedder: str | None,
+    reranker: str | None,
     scoring: Scoring,
 ) -> None:
     """Run a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): ingest the whole
@@ -228,8 +253,10 @@ def beir_command(
       nexusbrain eval beir ../shared/datasets/scifact --split train --k 100
       nexusbrain eval beir ../shared/datasets/cranfield --split test --lexical-only --json
       nexusbrain eval beir ../shared/datasets/scifact --split train --db 'postgresql:///x?schema=ev'
+      nexusbrain eval beir ../shared/datasets/med --split test --embedder edge --reranker quality
     """
-    _run_beir(ctx, folder, split, scoring, trec_run=trec_run, server=server)
+    models = ModelChoice(embedder, reranker)
+    _run_beir(ctx, folder, split, scoring, trec_run=trec_run, server=server, models=models)
 
 
 def _run_beir(
@@ -240,13 +267,14 @@ def _run_beir(
     *,
     trec_run: Path | None = None,
     server: str | None = None,
+    models: ModelChoice | None = None,
 ) -> None:
     metrics = scoring.metrics(beir.DEFAULT_METRICS)
     with Bars(not scoring.as_json) as bars:
         run = beir.run_beir(
             folder,
             split,
-            scratch_factory(lexical_only=scoring.lexical_only, server=server),
+            scratch_factory(lexical_only=scoring.lexical_only, server=server, models=models),
             scoring.request(metrics, best_per_document=True),
             metrics,
             progress=bars,
@@ -260,6 +288,7 @@ def _run_beir(
 @click.option("--split", default="dev", show_default=True, help="The split this file is.")
 @click.option("--no-captions", is_flag=True, help="Leave shared photos' captions out of turns.")
 @_scratch_option
+@models_options
 @scored(10)
 @click.pass_context
 def locomo_command(
@@ -268,6 +297,8 @@ def locomo_command(
     split: str,
     no_captions: bool,
     server: str | None,
+    embedder: str | None,
+    reranker: str | None,
     scoring: Scoring,
 ) -> None:
     """Run LoCoMo (the locomo10.json format): each conversation in a scratch brain, one chunk
@@ -284,7 +315,11 @@ def locomo_command(
     with Bars(not scoring.as_json) as bars:
         run = locomo.run_locomo(
             file,
-            scratch_factory(lexical_only=scoring.lexical_only, server=server),
+            scratch_factory(
+                lexical_only=scoring.lexical_only,
+                server=server,
+                models=ModelChoice(embedder, reranker),
+            ),
             scoring.request(metrics),
             metrics,
             split=split,
@@ -307,6 +342,7 @@ def locomo_command(
 @click.option("--split", default="dev", show_default=True, help="The split this file is.")
 @mode_option("Search mode.")
 @click.option("--lexical-only", is_flag=True, help="BM25 alone: the lexical baseline.")
+@models_options
 @floor_option("Exit 1 if METRIC (e.g. recall_any@5) falls below VALUE.")
 @json_option()
 @click.pass_context
@@ -318,6 +354,8 @@ def longmemeval_command(
     split: str,
     mode: str,
     lexical_only: bool,
+    embedder: str | None,
+    reranker: str | None,
     floors: tuple[str, ...],
     as_json: bool,
 ) -> None:
@@ -338,7 +376,7 @@ def longmemeval_command(
     with Bars(not as_json) as bars, output.open("wb") as handle:
         run = longmemeval.run_longmemeval(
             file,
-            scratch_factory(lexical_only=lexical_only),
+            scratch_factory(lexical_only=lexical_only, models=ModelChoice(embedder, reranker)),
             SearchRequest(10, mode),
             handle,
             granularity=longmemeval.Granularity(granularity),

@@ -16,8 +16,9 @@ from pathlib import Path
 import click
 import orjson
 
+from nexusbrain.cli.eval import models_options
 from nexusbrain.cli.eval_options import EXISTING_FILE, FILE, json_option, mode_option, output_option
-from nexusbrain.cli.eval_targets import open_brain, scratch_factory
+from nexusbrain.cli.eval_targets import ModelChoice, open_brain, scratch_factory
 from nexusbrain.cli.render import Bars
 from nexusbrain.cli.sweep_targets import BrainReplayTarget, replay_copy
 from nexusbrain.clock import utc_now
@@ -113,6 +114,7 @@ def _interactive() -> bool:
     type=FILE,
     help="The brain replay runs against (a copy of it; default: nexusbrain's --db).",
 )
+@models_options
 @click.option("--answer", is_flag=True, help="Also answer longmemeval and locomo questions.")
 @click.option("--budget-usd-retrieval", type=float, help="Cap on retrieval cost (default $5).")
 @click.option("--budget-usd-answer", type=float, help="Cap on answer generation (default $20).")
@@ -128,6 +130,8 @@ def run_all(
     data: tuple[str, ...],
     beir_split: str | None,
     replay_db: Path | None,
+    embedder: str | None,
+    reranker: str | None,
     answer: bool,
     budget_usd_retrieval: float | None,
     budget_usd_answer: float | None,
@@ -148,7 +152,9 @@ def run_all(
       nexusbrain eval run-all --modes conservative,balanced,tokenmax --seed 42 --yes
       nexusbrain eval run-all --suites locomo --data locomo=locomo.json --budget-usd-retrieval 5
       nexusbrain eval run-all --suites beir --data beir=../shared/datasets/cranfield --yes
+      nexusbrain eval run-all --suites beir --data beir=med --embedder edge --reranker quality
     """
+    chosen = ModelChoice(embedder, reranker)
     spec = SweepSpec(
         modes=_names(modes, [m.value for m in SearchMode], "modes"),
         suites=tuple(Suite(s) for s in _names(suites, [s.value for s in Suite], "suites")),
@@ -156,6 +162,7 @@ def run_all(
         data=_data(data),
         beir_split=beir_split,
         answer=answer_settings() if answer else None,
+        models=chosen.tag(),
     )
     caps = Caps(
         retrieval_usd=5.0 if budget_usd_retrieval is None else budget_usd_retrieval,
@@ -170,7 +177,7 @@ def run_all(
     _check_budget(estimates, caps, answer, budget_usd_retrieval, budget_usd_answer, yes)
     log = _results(results)
     tools = SweepTools(
-        factory=scratch_factory(spans=True),
+        factory=scratch_factory(spans=True, models=chosen),
         clock=utc_now,
         commit=commit(),
         replay_target=lambda: replay_copy(db),

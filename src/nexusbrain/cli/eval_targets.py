@@ -11,14 +11,21 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from nexusbrain.brain import Brain
-from nexusbrain.config import CaptureConfig, Profile, Settings
+from nexusbrain.config import (
+    CaptureConfig,
+    Profile,
+    Reranking,
+    Settings,
+    model_settings,
+    parse_embedder,
+)
 from nexusbrain.environment import api_token
 from nexusbrain.errors import InvalidInput
 from nexusbrain.evals.answer import Passage
@@ -30,13 +37,45 @@ from nexusbrain.retrieval.modes import preset
 from nexusbrain.storage import postgres
 
 
-def open_brain(db: str | Path | None, *, lexical_only: bool = False) -> Brain:
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """An evaluation's --embedder and --reranker: values as BRAIN_EMBEDDER and BRAIN_RERANKER
+    take them, replacing those variables (None: the variable's, else the default). The rest
+    (a server's URL and model, a key) still comes from BRAIN_EMBED_* and BRAIN_RERANK_*."""
+
+    embedder: str | None = None
+    reranker: str | None = None
+
+    def tag(self) -> str | None:
+        """The choice in a run id: "edge+quality" (None when neither is given)."""
+        if self.embedder is None and self.reranker is None:
+            return None
+        return f"{self.embedder or 'env'}+{self.reranker or 'env'}".replace("/", "_")
+
+    def apply(self, settings: Settings) -> Settings:
+        if self.embedder is None and self.reranker is None:
+            return settings
+        models = model_settings(embedder=self.embedder, reranker=self.reranker)
+        if self.embedder is None:
+            return replace(settings, models=models)
+        return replace(settings, embedder=parse_embedder(self.embedder)[0], models=models)
+
+
+def open_brain(
+    db: str | Path | None, *, lexical_only: bool = False, models: ModelChoice | None = None
+) -> Brain:
     """The brain at `db` (else $BRAIN_DB_URL or $BRAIN_DB_PATH, else the default) with capture
     off, so that an evaluation never records its own queries; lexical-only loads no embedding
-    model."""
+    model and runs no reranker unless `models` names one. `models` replaces the environment's
+    embedder and reranker (scratch brains only: a different embedder on an existing brain
+    would start switching its model)."""
+    chosen = models or ModelChoice()
     settings = replace(Settings.from_env(db), capture=CaptureConfig(enabled=False))
+    settings = chosen.apply(settings)
     if lexical_only:
-        settings = replace(settings, embedder=Profile.NONE)
+        reranking = settings.models.reranker if chosen.reranker else Reranking.NONE
+        kept = replace(settings.models, reranker=reranking)
+        settings = replace(settings, embedder=Profile.NONE, models=kept)
     brain = Brain.open(settings=settings)
     brain.admin.embed_missing()  # a slow profile embeds in the background: score every vector
     return brain
@@ -77,6 +116,7 @@ class BrainTarget:
             "target": self.label,
             "retrievers": "bm25 only" if self.lexical_only else "mode preset",
             "embedder": embedder.value,
+            "models": run_models(self.brain),
         }
 
     def export_records(self) -> Iterator[Mapping[str, Any]]:
@@ -101,6 +141,18 @@ class BrainTarget:
     def add_sessions(self, sessions: Sequence[Session], index_roles: Sequence[str] | None) -> None:
         self.brain.ingest_conversation(sessions, index_roles=index_roles)
         self.brain.admin.embed_missing()
+
+
+def run_models(brain: Brain) -> dict[str, str]:
+    """The models a run's searches used, by model id: the search model's, and the reranker's
+    when one ran (what the results log records and `eval compare` tells runs apart by)."""
+    out = {}
+    current, reranker = brain.models.current, brain.models.reranker
+    if current is not None:
+        out["embedder"] = current.embedder.model_id
+    if reranker is not None:
+        out["reranker"] = reranker.model_id
+    return out
 
 
 def _retrieved(hit: Hit) -> Retrieved:
@@ -141,12 +193,17 @@ class SpanTarget(BrainTarget):
 
 
 def scratch_factory(
-    *, lexical_only: bool = False, spans: bool = False, server: str | None = None
+    *,
+    lexical_only: bool = False,
+    spans: bool = False,
+    server: str | None = None,
+    models: ModelChoice | None = None,
 ) -> WorkspaceFactory:
     """A WorkspaceFactory: each call opens an empty brain in a temporary folder, or, given a
     `server` database (postgresql://…), in a scratch schema of it; removed on close, with
-    capture off. The embedder is $BRAIN_EMBEDDER's (none when lexical-only); with `spans`,
-    results carry their line spans."""
+    capture off. The embedder and reranker are `models`', else $BRAIN_EMBEDDER's and
+    $BRAIN_RERANKER's (no embedder when lexical-only); with `spans`, results carry their line
+    spans."""
     target = SpanTarget if spans else BrainTarget
 
     @contextmanager
@@ -155,7 +212,7 @@ def scratch_factory(
             db = str(Path(folder) / "scratch.db")
             if server is not None:
                 db = postgres.scratch_url(server, f"eval_{secrets.token_hex(4)}")
-            brain = open_brain(db, lexical_only=lexical_only)
+            brain = open_brain(db, lexical_only=lexical_only, models=models)
             try:
                 yield target(brain, lexical_only=lexical_only, label="scratch")
             finally:

@@ -127,14 +127,23 @@ def _source(hit: View) -> str:
     return f"memory {hit['document_id']}" + (f", tagged {', '.join(tags)}" if tags else "")
 
 
-def hits(found: Sequence[View], *, explain: bool = False, match: str | None = None) -> None:
+def hits(
+    found: Sequence[View],
+    *,
+    explain: bool = False,
+    match: str | None = None,
+    lists: Mapping[str, str] | None = None,
+) -> None:
     """A search's hits (views.hit), one heading line and a snippet each, after how good a
-    match they are (the view's `match`)."""
+    match they are (the view's `match`). `lists` names each list in words (the view's)."""
     if match:
         click.echo(match)
     elif not found:
         click.echo("no hits")
-    coverage = found[0]["trace"].get("dense_coverage") if found else None
+    trace = found[0]["trace"] if found else {}
+    for note in trace.get("notes", ()):
+        click.echo(f"note: {note}")
+    coverage = trace.get("dense_coverage")
     if coverage is not None:
         click.echo(
             f"note: {coverage['embedded']:,} of {coverage['chunks']:,} chunks have their vectors"
@@ -143,7 +152,7 @@ def hits(found: Sequence[View], *, explain: bool = False, match: str | None = No
     for hit in found:
         heading = " > ".join(hit["heading_path"])
         click.echo(f"{hit['rank']:>3}. {_source(hit)}" + (f"  [{heading}]" if heading else ""))
-        click.echo(f"     {_ranked_in(hit['trace'])}")
+        click.echo(f"     {_ranked_in(hit['trace'], lists or {})}")
         click.echo(f"     {_snippet(hit['text'])}")
         if hit["also_in"]:
             click.echo(f"     {also_in(hit)}")
@@ -152,28 +161,20 @@ def hits(found: Sequence[View], *, explain: bool = False, match: str | None = No
             click.echo(_trace(hit["trace"]))
 
 
-# The lists a hit can come from, in words a reader knows (retrieval/pipeline.py's names), as
-# the web page names them (web/static/search.js).
-_LISTS = {
-    "bm25": "keywords",
-    "dense": "meaning",
-    "bm25_prf": "keywords, expanded",
-    "dense_prf": "meaning, expanded",
-}
-
-
-def _ranked_in(trace: View) -> str:
+def _ranked_in(trace: View, names: Mapping[str, str]) -> str:
     """Where the hit ranked in each list ("keywords #1, meaning #4"): the fused score is a sum
     of z-scores or an RRF sum, meaningful only against the other hits of this search, so it is
     shown with --explain (and is in --json), and how good a match the hits are is the line
     above them."""
     lists = [
-        f"{_LISTS.get(r['retriever'], r['retriever'])} #{r['rank']}"
+        f"{names.get(r['retriever'], r['retriever'])} #{r['rank']}"
         for r in trace["retrievers"]
         if r["rank"]
     ]
     rerank = trace.get("rerank")
-    moved = f", reranked from #{rerank['rank_before']}" if rerank else ""
+    moved = ""
+    if rerank and rerank["rank_before"] != rerank["rank_after"]:
+        moved = f", reranked from #{rerank['rank_before']}"
     said = f"; said on {trace['day']}, as asked" if trace.get("day") else ""
     return ("found by " + ", ".join(lists) if lists else "found by no list's top") + moved + said
 
@@ -369,7 +370,7 @@ def explanation(value: Mapping[str, Any]) -> None:
     click.echo(f"  fused rank: {fused if fused else 'not in the first ' + str(value['depth'])}")
     for item in value["lists"]:
         where = f"rank {item['rank']}, score {item['score']:.4f}" if item["rank"] else "absent"
-        click.echo(f"  {item['retriever']:>10}: {where}")
+        click.echo(f"  {item['label']:>18}: {where}")
 
 
 def describe(r: View, *, cite: bool = True) -> str:
@@ -437,11 +438,57 @@ def traversal(value: View) -> None:
         click.echo(f"(stopped after {len(hops)} paths)")
 
 
+def models(value: View) -> None:
+    """`nexusbrain models`: the models in use, then the vectors per model."""
+    embedder, reranker = value["embedder"], value["reranker"]
+    if embedder is None:
+        click.echo("embedder: none (lexical only)")
+    else:
+        click.echo(
+            f"embedder: {embedder['profile']} {embedder['model_id']} ({embedder['dim']} dimensions,"
+            f" {embedder['where']}, embeds {embedder['embedding']})"
+        )
+    if reranker is None:
+        click.echo("reranker: none")
+    else:
+        click.echo(f"reranker: {reranker['kind']} {reranker['model_id']} ({reranker['where']})")
+    if value["search_model"] is not None:
+        covered, chunks = value["covered"], value["chunks"]
+        share = f" ({covered / chunks:.0%})" if chunks else ""
+        click.echo(
+            f"search uses {value['search_model']}: {covered:,} of {chunks:,} chunks have its"
+            f" vector{share}"
+        )
+    switch = value["switch"]
+    if switch is not None:
+        click.echo(
+            f"switching to {switch['to']}: {switch['embedded_chunks']:,} of"
+            f" {switch['chunks']:,} chunks embedded; search keeps {switch['from']} until then"
+        )
+    for item in value["vectors"]:
+        click.echo(
+            f"  {item['model']}: {_count(item['vectors'], 'vector')}, {item['chunks']:,} chunks"
+        )
+
+
+def model_checks(value: View) -> None:
+    """`nexusbrain models check`: one line a model."""
+    if not value["checks"]:
+        click.echo("no model to check: the brain is lexical only and has no reranker")
+    for check in value["checks"]:
+        took = f"{check['seconds'] * 1000:.0f} ms"
+        if check["ok"]:
+            dim = f", {check['dim']} dimensions" if check["dim"] is not None else ""
+            click.echo(f"ok    {check['role']} {check['model_id']}: {took}{dim}")
+        else:
+            click.echo(f"FAIL  {check['role']} {check['model_id']} ({took}): {check['error']}")
+
+
 Printer = Callable[[View, Mapping[str, Any]], None]  # a view, and the command's own options
 
 RENDER: dict[str, Printer] = {
     "search": lambda view, options: hits(
-        view["hits"], explain=options["explain"], match=view.get("match")
+        view["hits"], explain=options["explain"], match=view.get("match"), lists=view["lists"]
     ),
     "recall": lambda view, _: recall(view),
     "explain": lambda view, _: explanation(view),
@@ -462,4 +509,6 @@ RENDER: dict[str, Printer] = {
     "relations": lambda view, _: relations(view),
     "history": lambda view, _: history(view),
     "traverse": lambda view, _: traversal(view),
+    "models": lambda view, _: models(view),
+    "models_check": lambda view, _: model_checks(view),
 }

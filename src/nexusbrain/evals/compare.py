@@ -1,20 +1,22 @@
 """`nexusbrain eval compare`: the search-mode comparison report, in markdown (pure).
 
-Given the runs of a results log, the report takes the latest run of each suite and mode and
-gives, per suite: the runs (mode, status, run id, time), each metric per mode to 4 decimals
-with a plain-English reading, the paired bootstrap of every pair of modes on every metric
-(see `evals.bootstrap`), Bonferroni-corrected over every comparison in the report, the
+Given the runs of a results log, the report takes the latest run of each suite, mode and
+models and gives, per suite: the runs (mode, status, run id, time), each metric per mode to 4
+decimals with a plain-English reading, the paired bootstrap of every pair of modes on every
+metric (see `evals.bootstrap`), Bonferroni-corrected over every comparison in the report, the
 operational metrics side by side, and the cost-versus-quality trade-off in one sentence.
 
-Only runs on the same suite, data and commit are paired; any other pair is named with what
-differs and left out of the statistics. Nothing here reads a clock or draws unseeded: the same
-log and seed give a byte-identical report.
+A suite whose runs used different models (`eval run-all --embedder X --reranker Y`) names each
+run by its mode and its models ("balanced · edge-… + cosine:…") and compares those as it
+compares modes. Only runs on the same suite, data and commit are paired; any other pair is
+named with what differs and left out of the statistics. Nothing here reads a clock or draws
+unseeded: the same log and seed give a byte-identical report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nexusbrain.evals.bootstrap import (
     ALPHA,
@@ -26,7 +28,7 @@ from nexusbrain.evals.bootstrap import (
     paired_bootstrap,
 )
 from nexusbrain.evals.plain import sentence
-from nexusbrain.evals.results_log import NO_MODE, RunRecord, RunStatus, latest
+from nexusbrain.evals.results_log import NO_MODE, RunRecord, RunStatus, latest_by_models
 from nexusbrain.records import SearchMode
 from nexusbrain.retrieval.confidence import Band
 
@@ -64,11 +66,15 @@ class _Suite:
     unpaired: tuple[str, ...]  # why a pair of modes is not compared
 
 
+MODELS_SEP = " · "  # between a run's mode and its models, when a suite's runs differ in them
+
+
 def mode_order(mode: str) -> tuple[int, str]:
     known = [m.value for m in SearchMode]
-    if mode in known:
-        return known.index(mode), mode
-    return (len(known) + (1 if mode == NO_MODE else 0), mode)
+    bare = mode.split(MODELS_SEP, 1)[0]
+    if bare in known:
+        return known.index(bare), mode
+    return (len(known) + (1 if bare == NO_MODE else 0), mode)
 
 
 def suite_order(suite: str) -> tuple[int, str]:
@@ -84,9 +90,9 @@ def compare(
     source: str = "the results log",
     problems: Sequence[str] = (),
 ) -> Report:
-    """The report over the latest run of each suite and mode in `records`."""
-    chosen = latest(r for r in records if suites is None or r.suite in suites)
-    names = sorted({suite for suite, _ in chosen}, key=suite_order)
+    """The report over the latest run of each suite, mode and models in `records`."""
+    chosen = latest_by_models(r for r in records if suites is None or r.suite in suites)
+    names = sorted({suite for suite, _, _ in chosen}, key=suite_order)
     built = [_suite(name, chosen, seed, resamples) for name in names]
     every = tuple(c for s in built for c in s.comparisons)
     threshold = bonferroni_threshold(len(every))
@@ -98,10 +104,11 @@ def compare(
     return Report("\n".join(lines).rstrip("\n") + "\n", every, threshold)
 
 
-def _suite(name: str, chosen: Mapping[tuple[str, str], RunRecord], seed: int, n: int) -> _Suite:
-    runs = sorted(
-        (r for (s, _), r in chosen.items() if s == name), key=lambda r: mode_order(r.mode)
-    )
+def _suite(
+    name: str, chosen: Mapping[tuple[str, str, str], RunRecord], seed: int, n: int
+) -> _Suite:
+    runs = _named([r for (s, _, _), r in chosen.items() if s == name])
+    runs.sort(key=lambda r: mode_order(r.mode))
     scored = [r for r in runs if r.status is RunStatus.COMPLETED and r.per_question]
     comparisons: list[Comparison] = []
     unpaired: list[str] = []
@@ -113,6 +120,13 @@ def _suite(name: str, chosen: Mapping[tuple[str, str], RunRecord], seed: int, n:
                 continue
             comparisons += _pair(name, first, second, seed, n)
     return _Suite(name, tuple(runs), tuple(comparisons), tuple(unpaired))
+
+
+def _named(runs: list[RunRecord]) -> list[RunRecord]:
+    """The runs, each named by its mode and, when they differ in models, its models too."""
+    if len({r.models_label for r in runs}) < 2:
+        return runs
+    return [replace(r, mode=f"{r.mode}{MODELS_SEP}{r.models_label}") for r in runs]
 
 
 def _mismatch(a: RunRecord, b: RunRecord) -> str:

@@ -7,17 +7,17 @@ A line written by `nexusbrain eval run-all` holds::
      "suite", "mode", "commit", "seed", "status": "completed" | "skipped" | "failed",
      "reason", "metrics": {...}, "per_question": [{"question_id", "metrics": {...}}],
      "avg_tokens", "cost_per_query_usd", "p99_latency_ms", "data", "data_fingerprint",
-     "details": {...}}
+     "models": {"embedder": "<model id>", "reranker": "<model id>"}, "details": {...}}
 
 Lines written by hand or by other tools need only run_id, suite, mode, ran_at, status and
 metrics. The reader is tolerant: a malformed line is reported with its line number and
-skipped, never fatal. Where a suite and mode appear more than once, the latest ran_at wins
-(on a tie, the later line).
+skipped, never fatal. Where a suite and mode (and, for `eval compare`, models) appear more than
+once, the latest ran_at wins (on a tie, the later line).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -67,6 +67,14 @@ class RunRecord:
     data: str | None = None
     data_fingerprint: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, str] = field(default_factory=dict)  # role -> model id; {}: unrecorded
+
+    @property
+    def models_label(self) -> str:
+        """The run's models in a few words: the embedder's id, and ' + ' the reranker's."""
+        if not self.models:
+            return "models not recorded"
+        return " + ".join(self.models.get(role, "none") for role in ("embedder", "reranker"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +120,7 @@ def record_view(record: RunRecord) -> dict[str, Any]:
         "p99_latency_ms": record.p99_latency_ms,
         "data": record.data,
         "data_fingerprint": record.data_fingerprint,
+        "models": dict(record.models),
         "details": dict(record.details),
     }
 
@@ -180,11 +189,20 @@ def parse_record(value: Any) -> RunRecord:
         data=_optional_text(value.get("data")),
         data_fingerprint=_optional_text(value.get("data_fingerprint")),
         details=_details(value.get("details")),
+        models=_models(value.get("models")),
     )
 
 
 def _details(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
+
+
+def _models(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("field 'models' must be an object of model ids by role")
+    return {str(role): str(model) for role, model in value.items() if model}
 
 
 def _text(value: Mapping[str, Any], name: str) -> str:
@@ -231,9 +249,21 @@ def _question(value: Any) -> QuestionScores:
 
 def latest(records: Iterable[RunRecord]) -> dict[tuple[str, str], RunRecord]:
     """The latest run of each (suite, mode): the greatest ran_at; on a tie, the later line."""
-    chosen: dict[tuple[str, str], RunRecord] = {}
+    return {(s, m): r for (s, m, _), r in _latest(records, lambda r: "").items()}
+
+
+def latest_by_models(records: Iterable[RunRecord]) -> dict[tuple[str, str, str], RunRecord]:
+    """The latest run of each (suite, mode, models), as `latest`: runs of one mode with
+    other models are kept apart (`eval compare` compares them)."""
+    return _latest(records, lambda r: r.models_label)
+
+
+def _latest(
+    records: Iterable[RunRecord], models: Callable[[RunRecord], str]
+) -> dict[tuple[str, str, str], RunRecord]:
+    chosen: dict[tuple[str, str, str], RunRecord] = {}
     for record in records:
-        key = (record.suite, record.mode)
+        key = (record.suite, record.mode, models(record))
         if key not in chosen or record.ran_at >= chosen[key].ran_at:
             chosen[key] = record
     return chosen

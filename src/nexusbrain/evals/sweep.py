@@ -85,6 +85,7 @@ class SweepSpec:
     beir_split: str | None = None
     answer: AnswerSettings | None = None
     unavailable: Mapping[Suite, str] = field(default_factory=dict)  # suite -> why it cannot run
+    models: str | None = None  # the --embedder/--reranker chosen, in the run ids ("edge+quality")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +129,7 @@ class Outcome:
     data: str = ""
     fingerprint: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, str] = field(default_factory=dict)  # role -> model id the run used
 
 
 # planning and cost
@@ -227,8 +229,9 @@ def run_sweep(
 def run_one(planned: PlannedRun, spec: SweepSpec, tools: SweepTools) -> RunRecord:
     def record(status: RunStatus, outcome: Outcome | None, reason: str | None) -> RunRecord:
         found = outcome or Outcome({})
+        run_id = make_run_id(tools.commit, planned.suite.value, planned.mode, spec.seed)
         return RunRecord(
-            run_id=make_run_id(tools.commit, planned.suite.value, planned.mode, spec.seed),
+            run_id=f"{run_id}-{spec.models}" if spec.models else run_id,
             ran_at=tools.clock(),
             suite=planned.suite.value,
             mode=planned.mode,
@@ -244,6 +247,7 @@ def run_one(planned: PlannedRun, spec: SweepSpec, tools: SweepTools) -> RunRecor
             data=found.data or (str(planned.data) if planned.data else None),
             data_fingerprint=found.fingerprint,
             details=found.details,
+            models=found.models,
         )
 
     if planned.skip:
@@ -359,6 +363,7 @@ def _finish(
         data=str(planned.data),
         fingerprint=fingerprint([planned.data]),
         details=details,
+        models=_models(run),
     )
 
 
@@ -414,7 +419,14 @@ def _beir(planned: PlannedRun, spec: SweepSpec, tools: SweepTools) -> Outcome:
             "split": split,
             **_calibration(run),
         },
+        models=_models(run),
     )
+
+
+def _models(run: EvalRun) -> dict[str, str]:
+    """The model ids the run's brains searched with, as their target described them."""
+    found = run.config.get("retrieval", {}).get("models") or {}
+    return {str(role): str(model) for role, model in found.items()}
 
 
 def _calibration(run: EvalRun) -> dict[str, Any]:

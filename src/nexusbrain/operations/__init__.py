@@ -9,7 +9,7 @@ Standard library only at import: the command line's fast path reads it."""
 
 from __future__ import annotations
 
-from nexusbrain.operations import documents, graph, ingest, retrieval, sources, system
+from nexusbrain.operations import documents, graph, ingest, providers, retrieval, sources, system
 from nexusbrain.operations.spec import Operation
 
 # Each module's, in the order the OpenAPI document and the MCP tool list show them.
@@ -20,7 +20,8 @@ OPERATIONS: tuple[Operation, ...] = (
     *sources.OPERATIONS,
     *graph.OPERATIONS,
     *system.OPERATIONS,
+    *providers.OPERATIONS,
 )
 BY_NAME = {operation.name: operation for operation in OPERATIONS}
 # The command groups, by name, with their help (a command "graph add" is in the group "graph").
-GROUPS = {"graph": graph.GROUP, "sources": sources.GROUP}
+GROUPS = {"graph": graph.GROUP, "sources": sources.GROUP, "models": providers.GROUP}

@@ -24,6 +24,7 @@ class Kind(StrEnum):
     TIME = "time"  # an ISO-8601 time or date, "" for none
     REF = "ref"  # a document: its id, its uri, or the path of the file it was read from
     TEXTS = "texts"  # a list of strings
+    TEXT_OR_TEXTS = "text_or_texts"  # a string or a list of strings (OpenAI's `input`)
     OBJECT = "object"  # a JSON object (metadata)
     ITEMS = "items"  # a list of objects of the model Arg.items names (operations/models.py)
     FILE = "file"  # the command line's: a file to read ('-': stdin)

@@ -206,6 +206,8 @@ def annotation(arg: Arg, *, strict: bool) -> Any:
         chosen = StrictBool if strict else bool
     elif kind is Kind.TEXTS:
         chosen = list[str]
+    elif kind is Kind.TEXT_OR_TEXTS:
+        chosen = str | list[str]
     elif kind is Kind.OBJECT:
         chosen = dict[str, Any]
     elif kind is Kind.ITEMS:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from nexusbrain.errors import ModelUnavailable
 from nexusbrain.records import DenseCoverage, Hit, Progress
 from nexusbrain.retrieval.vectors import VectorWriter
 from nexusbrain.storage.base import DenseIndex, DocumentStore
@@ -49,8 +50,12 @@ class BackgroundEmbedder:
         window: int = WINDOW,
         group: int = GROUP,
         idle_seconds: float = IDLE_SECONDS,
+        on_done: Callable[[], None] | None = None,
     ) -> None:
+        """`on_done` is called (on the thread) each time it finds no chunk without a vector:
+        a model switch waits for that (brain/models.py)."""
         self._vectors = vectors
+        self.on_done = on_done
         self._window = window
         self._group = group
         self._idle = idle_seconds
@@ -101,10 +106,11 @@ class BackgroundEmbedder:
 
     def close(self, timeout: float | None = None) -> None:
         """Stop the thread: the batch in hand is finished and stored, the rest stays queued in
-        the store for the next process."""
+        the store for the next process. From the thread itself (its `on_done`), it stops
+        after the call returns."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
+        if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
             if self._thread.is_alive():
                 log.warning("the background embedder did not stop within %ss", timeout)
@@ -115,12 +121,25 @@ class BackgroundEmbedder:
             self._wake.clear()  # before looking, so that a wake during the batch is kept
             try:
                 embedded = self._step()
+            except ModelUnavailable as exc:  # a model server down: said once a try, retried
+                log.warning("background embedding waits: %s", exc.message)
+                self._stop.wait(self._idle)
+                continue
             except Exception:  # a failed batch is retried later; the thread must not end
                 log.exception("background embedding failed; retrying in %.0fs", self._idle)
                 self._stop.wait(self._idle)
                 continue
             if not embedded:
+                if self._missing == 0 and self.on_done is not None:
+                    self._done()
                 self._wake.wait(self._idle)
+
+    def _done(self) -> None:
+        try:
+            assert self.on_done is not None
+            self.on_done()
+        except Exception:  # the thread must not end; the next idle turn calls it again
+            log.exception("the background embedder's completion step failed")
 
     def _step(self) -> int:
         with self._lock:
@@ -163,6 +182,8 @@ def annotate(
         return list(hits)
     embedded = len(index)
     chunks = max(store.stats().chunks, embedded)
+    if embedded == chunks and all(h.chunk_id in found for h in hits):
+        return list(hits)  # every chunk has its vector after all: nothing to say
     return [
         replace(
             h,

@@ -20,6 +20,16 @@ class PRFConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RerankConfig:
+    """How a reranker, when the brain has one, re-orders the fused top (retrieval/rerank.py;
+    the weight's tuning: docs/tuning.md)."""
+
+    depth: int = 30  # the fused candidates the reranker re-orders (0: none)
+    budget: float = 2.0  # seconds it may take; past them the fused order stands
+    weight: float = 1.0  # the reranker's share of a candidate's new score
+
+
+@dataclass(frozen=True, slots=True)
 class ConfidenceModel:
     """A logistic model of a result set's confidence: σ(intercept + Σ weight × feature),
     the features named as in retrieval/confidence.py (`Feature`). Fitted by
@@ -56,6 +66,10 @@ CONFIDENCE: MappingProxyType[Profile, ProfileConfidence] = MappingProxyType(
         Profile.QUALITY: ProfileConfidence(_QUALITY),
         Profile.HASHING: ProfileConfidence(_LEXICAL),
         Profile.NONE: ProfileConfidence(_LEXICAL),
+        # a user's own model: its cosines are a transformer's, as MiniLM's are, and no dev set
+        # was scored with it (scripts/fit_confidence.py --profile fits one for it)
+        Profile.OPENAI: ProfileConfidence(_QUALITY),
+        Profile.ONNX: ProfileConfidence(_QUALITY),
     }
 )
 
@@ -114,6 +128,7 @@ class SearchConfig:
     # profile's (FUSION), which is what a preset uses.
     weights: MappingProxyType[str, float] | None = None
     prf_config: PRFConfig = field(default_factory=PRFConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     min_z: MappingProxyType[str, float] | None = None
     min_relative_score: float = 0.0  # drop hits whose fused score < this × the best one
     distinct: bool = True  # one hit per repeated text, the others listed as its copies

@@ -12,15 +12,17 @@ runs on a worker thread beside the dense search.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from nexusbrain.config import LexicalConfig, Profile
 from nexusbrain.dates import is_time_token, token_time, without_dates
 from nexusbrain.embeddings import Embedder
+from nexusbrain.errors import ModelUnavailable
 from nexusbrain.records import (
     Chunk,
     Confidence,
@@ -32,16 +34,20 @@ from nexusbrain.records import (
     SearchFilters,
     Trace,
 )
+from nexusbrain.rerankers import Reranker
 from nexusbrain.retrieval.confidence import OVERLAP_DEPTH, confidence, held_weight
 from nexusbrain.retrieval.copies import Distinct, distinct
 from nexusbrain.retrieval.fusion import Fused, rrf, zscore
 from nexusbrain.retrieval.hits import build_hits
 from nexusbrain.retrieval.modes import SearchConfig, fusion_of
 from nexusbrain.retrieval.prf import rm3_terms, rocchio
+from nexusbrain.retrieval.rerank import Reranked, calibrated, rerank
+from nexusbrain.retrieval.retrievers import Dense, Lexical, Retriever
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.retrieval.turns import Turns
+from nexusbrain.retrieval.vectors import embed_text
 from nexusbrain.storage.analyzer import query_tokens, tokens
-from nexusbrain.storage.base import DenseIndex, DocumentStore, LexicalHits, LexicalIndex
+from nexusbrain.storage.base import DenseIndex, DocumentStore, LexicalIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,7 @@ class Ranked:
     weights: Mapping[str, float]
     rarest: float
     cosine: float | None = None  # the dense score of the fused first (None: no dense list)
+    notes: tuple[str, ...] = ()  # what went otherwise than asked (a model that did not answer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,34 +91,45 @@ class Searcher:
         *,
         profile: Profile,
         at_once: int = 1,
+        reranker: Reranker | None = None,
+        rerank_budget: float | None = None,
     ) -> None:
         """`profile`: the embedding profile, whose model the confidence reads; `at_once`: how
-        many searches rank at the same time (config.SEARCHES_AT_ONCE)."""
+        many searches rank at the same time (config.SEARCHES_AT_ONCE); `reranker`: re-orders
+        the fused top of every search (retrieval/rerank.py), within `rerank_budget` seconds
+        when given, else the mode's."""
         self.store = store
         self.profile = profile
-        self.lexical = lexical
+        self.lexical = Lexical(lexical)
         self.config = config
-        self.embedder = embedder
-        self.index = index
+        self.dense = Dense(embedder, index) if embedder is not None and index is not None else None
+        self.reranker = reranker
+        self.rerank_budget = rerank_budget
         self._at_once = at_once
         self._turns = Turns(at_once)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pools: dict[str, ThreadPoolExecutor] = {}
         self._pool_lock = threading.Lock()
 
     def close(self) -> None:
-        """Stop the worker threads (each holds its own database connection)."""
+        """Stop the worker threads (each BM25 one holds its own database connection)."""
         with self._pool_lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
+            pools, self._pools = self._pools, {}
+        for pool in pools.values():
             pool.shutdown(wait=True)
 
-    def _workers(self) -> ThreadPoolExecutor:
+    def use_dense(self, embedder: Embedder, index: DenseIndex, profile: Profile) -> None:
+        """Search with this model from now on (a model switch: brain/models.py); the
+        confidence reads its profile's model."""
+        self.dense = Dense(embedder, index)
+        self.profile = profile
+
+    def _workers(self, kind: str = "bm25") -> ThreadPoolExecutor:
+        """One thread per search that may run at once, for BM25 (each keeps one connection
+        to the database open) or the reranker (whose budget the search waits out)."""
         with self._pool_lock:
-            if self._pool is None:
-                # one BM25 thread per search that may run at once; each keeps one
-                # connection to the database open
-                self._pool = ThreadPoolExecutor(self._at_once, "nexusbrain-bm25")
-            return self._pool
+            if kind not in self._pools:
+                self._pools[kind] = ThreadPoolExecutor(self._at_once, f"nexusbrain-{kind}")
+            return self._pools[kind]
 
     def search(
         self,
@@ -148,35 +166,72 @@ class Searcher:
     ) -> Answer:
         ranked = self.rank(query, max(k, config.depth), filters, config, best_per_document)
         kept = _above_floor(ranked.fused, config.min_relative_score)
-        chunks, texts = self._shown(kept, k, config.distinct)
-        sure = self._confidence(query, ranked, kept, chunks)
+        chunks: dict[int, tuple[Chunk, DocumentHead]] = {}
+        reranked = None
+        if self.reranker is not None and config.rerank.depth > 0 and kept:
+            top = kept[: config.rerank.depth]
+            chunks = self.store.fetch_chunks([f.chunk_id for f in top])
+            reranked = self._rerank(query, top, chunks, config)
+            kept = reranked.order + kept[len(top) :]
+        chunks, texts = self._shown(kept, k, config.distinct, chunks)
+        sure = self._confidence(query, ranked, kept, chunks, reranked)
         shown = [] if sure is not None and sure.weak and config.withhold_weak else texts.kept
         positions = _Positions(ranked.lists)
         said = _said_on(ranked, shown, chunks)
+        if reranked is not None and reranked.note:
+            ranked = replace(ranked, notes=(*ranked.notes, reranked.note))
+        changes = reranked.changes if reranked is not None else {}
         traced = [
             _traced(f, i, ranked, positions, config.fusion, sure, said.get(f.chunk_id))
             for i, f in enumerate(shown, 1)
         ]
+        if changes:
+            traced = [(c, s, replace(t, rerank=changes.get(c))) for c, s, t in traced]
         return Answer(build_hits(traced, chunks, texts.copies), ranked, kept, sure, texts)
 
+    def _rerank(
+        self,
+        query: str,
+        top: list[Fused],
+        chunks: Mapping[int, tuple[Chunk, DocumentHead]],
+        config: SearchConfig,
+    ) -> Reranked:
+        assert self.reranker is not None
+        texts = {c: embed_text(chunk.text, chunk.heading_path) for c, (chunk, _) in chunks.items()}
+        pool = self._workers("rerank")
+        chosen = config.rerank
+        if self.rerank_budget is not None:
+            chosen = replace(chosen, budget=self.rerank_budget)
+        return rerank(self.reranker, query, top, texts, chosen, pool)
+
     def _shown(
-        self, kept: list[Fused], k: int, collapse: bool
+        self,
+        kept: list[Fused],
+        k: int,
+        collapse: bool,
+        known: Mapping[int, tuple[Chunk, DocumentHead]],
     ) -> tuple[dict[int, tuple[Chunk, DocumentHead]], Distinct]:
-        """The chunks a search reads, and the hits it shows: the first k, or with `collapse`
-        the first k distinct texts, read a window at a time (twice k or _FIRST_READ, then
-        doubling) until k are found or the candidates end. The best chunk is always read
-        (the confidence's)."""
+        """The chunks a search reads (beside those `known` already), and the hits it shows:
+        the first k, or with `collapse` the first k distinct texts, read a window at a time
+        (twice k or _FIRST_READ, then doubling) until k are found or the candidates end. The
+        best chunk is always read (the confidence's)."""
+        chunks = dict(known)
         if not collapse:
-            first = self.store.fetch_chunks([f.chunk_id for f in kept[: max(k, 1)]])
-            return first, Distinct(kept[:k], {f.chunk_id: [] for f in kept[:k]})
-        chunks: dict[int, tuple[Chunk, DocumentHead]] = {}
+            chunks.update(self._read(kept[: max(k, 1)], chunks))
+            return chunks, Distinct(kept[:k], {f.chunk_id: [] for f in kept[:k]})
         read, window = 0, max(2 * k, _FIRST_READ)
         while True:
-            chunks.update(self.store.fetch_chunks([f.chunk_id for f in kept[read : read + window]]))
+            chunks.update(self._read(kept[read : read + window], chunks))
             read, window = read + window, window * 2
             texts = distinct(kept[:read], chunks, k)
             if len(texts.kept) >= k or read >= len(kept):
                 return chunks, texts
+
+    def _read(
+        self, fused: list[Fused], known: Mapping[int, tuple[Chunk, DocumentHead]]
+    ) -> dict[int, tuple[Chunk, DocumentHead]]:
+        """The chunks of these candidates that are not `known` already."""
+        return self.store.fetch_chunks([f.chunk_id for f in fused if f.chunk_id not in known])
 
     def _confidence(
         self,
@@ -184,9 +239,11 @@ class Searcher:
         ranked: Ranked,
         kept: list[Fused],
         chunks: Mapping[int, tuple[Chunk, DocumentHead]],
+        reranked: Reranked | None,
     ) -> Confidence | None:
         """From the evidence the ranking holds (retrieval/confidence.py): no database read
-        beyond the chunks the search shows."""
+        beyond the chunks the search shows. A reranker's score counts where the confidence
+        models were fitted for its scale (`calibrated`)."""
         if not kept:
             return None
         found = chunks.get(kept[0].chunk_id)
@@ -207,6 +264,9 @@ class Searcher:
             dense_margin=None if dense is None else _margin(dense),
             dense_rank=ranks.get("dense"),
             overlap=None if dense is None else _overlap(lexical, dense),
+            rerank=reranked.best
+            if reranked is not None and self.reranker is not None and calibrated(self.reranker)
+            else None,
         )
         return confidence(evidence, self.profile)
 
@@ -241,45 +301,53 @@ class Searcher:
     ) -> Ranked:
         terms = self._terms(query)
         lists: dict[str, list[Scored]] = {}
-        probes: dict[str, np.ndarray] = {}  # the centred query vector of each dense list
-        index = self.index if config.dense and self.embedder is not None else None
-        if index is None:
-            found = self._bm25(terms, depth, filters, best_per_document)
+        probes: dict[str, Any] = {"bm25": terms}  # what each list's retriever was asked with
+        notes: list[str] = []
+        dense = self.dense if config.dense else None
+        if dense is None:
+            found = self.lexical.search(terms, depth, filters, best_per_document)
         else:
-            assert self.embedder is not None
             # SQLite lets go of the GIL while it reads postings (and numpy while it scores),
             # so BM25 runs on a worker thread while this one embeds the query and searches
             # the vectors.
-            lexical = self._workers().submit(self._bm25, terms, depth, filters, best_per_document)
-            probes["dense"] = index.centre(self.embedder.encode([query])[0])
-            dense = index.search(
-                probes["dense"], depth, filters, best_per_document=best_per_document
+            lexical = self._workers().submit(
+                self.lexical.search, terms, depth, filters, best_per_document
             )
+            try:
+                probes["dense"] = dense.probe(query)
+            except ModelUnavailable as exc:  # the provider is down or slow: BM25 alone
+                notes.append(f"{exc.message}; BM25 alone ranked this search")
+                dense = None
             found = lexical.result()
             lists["bm25"] = found.scored
-            lists["dense"] = dense
+            if dense is not None:
+                found_dense = dense.search(probes["dense"], depth, filters, best_per_document)
+                lists["dense"] = found_dense.scored
         lists.setdefault("bm25", found.scored)
         expansion: list[str] = []
-        worded = {"bm25": terms}  # the words of each lexical list
         feedback = lists["bm25"][: config.prf_config.feedback_docs] if config.prf else []
         if feedback:
             expansion = self._expansion_terms(feedback, terms, config)
             if expansion:
-                worded["bm25_prf"] = terms + expansion
-                prf = self._bm25(terms + expansion, depth, filters, best_per_document)
+                probes["bm25_prf"] = terms + expansion
+                prf = self.lexical.search(probes["bm25_prf"], depth, filters, best_per_document)
                 lists["bm25_prf"] = prf.scored
-            if index is not None:
-                probes["dense_prf"] = self._rocchio(probes["dense"], feedback, config)
-                lists["dense_prf"] = index.search(
-                    probes["dense_prf"], depth, filters, best_per_document=best_per_document
-                )
-        fused, cosine = self._fuse(lists, probes, worded, config, depth)
-        return Ranked(lists, fused, tuple(expansion), found.weights, found.rarest, cosine)
+            if dense is not None:
+                probes["dense_prf"] = self._rocchio(dense, probes["dense"], feedback, config)
+                lists["dense_prf"] = dense.search(
+                    probes["dense_prf"], depth, filters, best_per_document
+                ).scored
+        fused, cosine = self._fuse(lists, probes, config, depth)
+        return Ranked(
+            lists, fused, tuple(expansion), found.weights, found.rarest, cosine, tuple(notes)
+        )
 
-    def _bm25(
-        self, terms: Sequence[str], depth: int, filters: SearchFilters, best: bool
-    ) -> LexicalHits:
-        return self.lexical.search(terms, depth, filters, best_per_document=best)
+    def _retriever(self, name: str) -> Retriever[Any]:
+        """The retriever of a list: PRF lists are their retriever asked with another probe."""
+        if name.startswith("bm25"):
+            return self.lexical
+        assert self.dense is not None
+        return self.dense
 
     def _expansion_terms(
         self, feedback: list[Scored], terms: list[str], config: SearchConfig
@@ -291,20 +359,18 @@ class Searcher:
         chosen = rm3_terms(texts, [1.0] * len(texts), terms, config.prf_config.expansion_terms)
         return [term for term, _ in chosen]
 
+    @staticmethod
     def _rocchio(
-        self, vector: np.ndarray, feedback: list[Scored], config: SearchConfig
+        dense: Dense, vector: np.ndarray, feedback: list[Scored], config: SearchConfig
     ) -> np.ndarray:
-        assert self.index is not None
-        rows = self.index.vectors_of([f.chunk_id for f in feedback])
-        matrix = np.array([rows[f.chunk_id] for f in feedback if f.chunk_id in rows])
+        matrix = dense.feedback([f.chunk_id for f in feedback])
         prf = config.prf_config
         return rocchio(vector, matrix, [1.0] * len(matrix), prf.rocchio_alpha, prf.rocchio_beta)
 
     def _fuse(
         self,
         lists: Mapping[str, list[Scored]],
-        probes: Mapping[str, np.ndarray],
-        worded: Mapping[str, list[str]],
+        probes: Mapping[str, Any],
         config: SearchConfig,
         depth: int,
     ) -> tuple[list[Fused], float | None]:
@@ -315,7 +381,7 @@ class Searcher:
         when RRF fused a first that the dense list did not rank, which z-score fusion scores)."""
         per_document = _per_document(lists)
         key = _doc if per_document else _chunk
-        dense: dict[int, float] = {}
+        extra: dict[str, dict[int, float]] = {}
         profile = fusion_of(self.profile)
         weights = profile.weights if config.weights is None else config.weights
         if config.fusion == "rrf":
@@ -323,12 +389,10 @@ class Searcher:
             fused = rrf(ids, weights, config.rrf_k)
         else:
             scored = {name: [(key(s), s.score) for s in found] for name, found in lists.items()}
-            extra = self._dense_scores(lists, probes, per_document)
-            dense = extra.get("dense", {})
-            extra.update(self._lexical_scores(lists, worded, per_document))
+            extra = self._unranked_scores(lists, probes, per_document)
             floors = profile.min_z if config.min_z is None else config.min_z
             fused = zscore(scored, weights, extra, positions=depth, min_z=floors)
-        cosine = _first_score(lists.get("dense"), fused, key, dense)
+        cosine = _first_score(lists.get("dense"), fused, key, extra.get("dense", {}))
         if not per_document:
             return fused, cosine
         shown: dict[int, tuple[int, str, int]] = {}  # document -> (rank, list name, chunk)
@@ -339,41 +403,27 @@ class Searcher:
                     shown[_doc(item)] = (rank, name, item.chunk_id)
         return [f.shown_as(shown[f.chunk_id][2]) for f in fused], cosine
 
-    def _dense_scores(
+    def _unranked_scores(
         self,
         lists: Mapping[str, list[Scored]],
-        probes: Mapping[str, np.ndarray],
+        probes: Mapping[str, Any],
         per_document: bool,
     ) -> dict[str, dict[int, float]]:
-        """For z-score fusion: each dense list's score for the candidates other lists found
-        (a dense retriever can score any chunk; for documents, their best chunk)."""
-        if self.index is None or not probes:
-            return {}
-        chunks = sorted({s.chunk_id for results in lists.values() for s in results})
-        return {
-            name: self.index.scores(probe, chunks, per_document=per_document)
-            for name, probe in probes.items()
-        }
-
-    def _lexical_scores(
-        self,
-        lists: Mapping[str, list[Scored]],
-        worded: Mapping[str, list[str]],
-        per_document: bool,
-    ) -> dict[str, dict[int, float]]:
-        """For z-score fusion: each lexical list's real BM25 score for the candidates it did
-        not rank. Without it a candidate only the dense list found would take BM25's lowest
-        listed score, as if it held the query's words as well as BM25's 100th hit does, and
-        push BM25's own lower ranks out of the fused top."""
+        """For z-score fusion: each list's retriever's score for the candidates other lists
+        found and it did not rank (for documents, their best chunk). Without it, a candidate
+        only the dense list found would take BM25's lowest listed score, as if it held the
+        query's words as well as BM25's 100th hit does, and push BM25's own lower ranks out of
+        the fused top; and a BM25 hit the dense list did not rank would lose its dense
+        evidence."""
         key = _doc if per_document else _chunk
         out: dict[str, dict[int, float]] = {}
-        for name, terms in worded.items():
-            listed = {key(s) for s in lists.get(name, [])}
+        for name, found in lists.items():
+            listed = {key(s) for s in found}
             missing = sorted(
                 {s.chunk_id for results in lists.values() for s in results if key(s) not in listed}
             )
             if missing:
-                out[name] = self.lexical.scores(terms, missing, per_document=per_document)
+                out[name] = self._retriever(name).scores(probes[name], missing, per_document)
         return out
 
 
@@ -512,5 +562,6 @@ def _traced(
         prf_terms=ranked.prf_terms,
         confidence=sure,
         day=day,
+        notes=ranked.notes,
     )
     return fused.chunk_id, fused.score, trace

@@ -168,6 +168,20 @@ class DocumentStore(DocumentWrites, Protocol):
         text embedded may no longer be its text. The vectors are stored all the same."""
         ...
 
+    def vector_counts(self) -> dict[str, int]:
+        """How many vectors each model has (stored by text: a text several chunks share has
+        one)."""
+        ...
+
+    def drop_vectors(self, model: str) -> int:
+        """Delete a model's vectors (after a switch to another); how many were deleted."""
+        ...
+
+    # the brain's own settings (which model its search uses)
+    def setting(self, key: str) -> str | None: ...
+
+    def set_setting(self, key: str, value: str) -> None: ...
+
     # everything else
     def stats(self) -> StoreStats: ...
 
@@ -322,6 +336,11 @@ class Backend(Protocol):
 
     def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
         """One write transaction, committed when the block ends without an error."""
+        ...
+
+    def drop_vectors(self, model: str) -> int:
+        """Delete a model's vectors, and what is kept of them beside the database (a dense
+        index's cache file); how many were deleted. Its dense index must be closed first."""
         ...
 
     def describe(self) -> str:

@@ -105,6 +105,9 @@ class PostgresBackend:
     def unit_of_work(self) -> AbstractContextManager[PostgresWork]:
         return self.documents.unit_of_work()
 
+    def drop_vectors(self, model: str) -> int:
+        return self.documents.drop_vectors(model)
+
     def describe(self) -> str:
         shown = self.url.shown
         return shown if "schema=" in shown else f"{shown} (schema {self.url.schema})"

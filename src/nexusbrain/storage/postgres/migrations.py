@@ -262,6 +262,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         )
         """,
     ),
+    # the brain's own settings: which model its search uses (brain/models.py)
+    (12, "CREATE TABLE brain_settings (key text PRIMARY KEY, value text NOT NULL)"),
 )
 LATEST = max(version for version, _ in MIGRATIONS)
 

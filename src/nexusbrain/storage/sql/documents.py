@@ -246,6 +246,35 @@ class DocumentReads:
             _mark_covered(self.db, model, latest, since)
         return missing
 
+    def vector_counts(self) -> dict[str, int]:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT model, count(*) FROM vectors GROUP BY model").fetchall()
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def drop_vectors(self, model: str) -> int:
+        with self.db.write(f"dropping the vectors of {model} failed") as conn:
+            query = self.d.sql("SELECT count(*) FROM vectors WHERE model = ?")
+            count = conn.execute(query, (model,)).fetchone()[0]
+            conn.execute(self.d.sql("DELETE FROM vectors WHERE model = ?"), (model,))
+            conn.execute(self.d.sql("DELETE FROM vector_coverage WHERE model = ?"), (model,))
+        return int(count)
+
+    # the brain's own settings
+
+    def setting(self, key: str) -> str | None:
+        with self.db.read() as conn:
+            query = self.d.sql("SELECT value FROM brain_settings WHERE key = ?")
+            row = conn.execute(query, (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_setting(self, key: str, value: str) -> None:
+        query = (
+            "INSERT INTO brain_settings (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        )
+        with self.db.own_write("recording a setting failed") as conn:
+            conn.execute(self.d.sql(query), (key, value))
+
     # captures
 
     def record_capture(self, capture: Capture, max_rows: int) -> None:

@@ -59,6 +59,13 @@ class SQLiteBackend:
     def unit_of_work(self) -> AbstractContextManager[SQLiteWork]:
         return self.documents.unit_of_work()
 
+    def drop_vectors(self, model: str) -> int:
+        dropped = self.documents.drop_vectors(model)
+        cache = index_cache_path(self.path, model)
+        if cache is not None:
+            cache.unlink(missing_ok=True)
+        return dropped
+
     def describe(self) -> str:
         return str(self.path)
 

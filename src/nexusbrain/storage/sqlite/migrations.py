@@ -200,6 +200,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    # the brain's own settings: which model its search uses (brain/models.py)
+    (12, "CREATE TABLE brain_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);"),
 )
 
 LATEST = max(version for version, _ in MIGRATIONS)

@@ -57,11 +57,13 @@
     const stems = NB.terms(params.q);
     const count = body.hits.length;
     const coverage = count ? body.hits[0].trace.dense_coverage : null;
-    status.textContent = (count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "") + (coverage ? ` ${coverageText(coverage)}` : "");
+    const notes = count ? (body.hits[0].trace.notes || []).map((n) => ` · ${n}.`).join("") : "";
+    status.textContent = (count ? `${count} hit${count === 1 ? "" : "s"} (${body.mode})` : "") + notes + (coverage ? ` ${coverageText(coverage)}` : "");
     // How good a match the hits are, in the server's words (retrieval/confidence.py).
     match.textContent = count ? body.match : "";
     match.classList.toggle("weak", Boolean(body.confidence && body.confidence.weak));
-    results.replaceChildren(...(count ? body.hits.map((hit) => hitItem(hit, stems, params)) : [noHits(params, body)]));
+    const names = body.lists || {};
+    results.replaceChildren(...(count ? body.hits.map((hit) => hitItem(hit, stems, params, names)) : [noHits(params, body)]));
   }
 
   /** What to try when nothing came back: the filters first, since they narrow every search;
@@ -79,16 +81,14 @@
     return h("li", { class: "empty-state no-hits" }, h("h2", {}, title), h("p", {}, advice));
   }
 
-  // The lists a hit can come from, in words a reader knows (retrieval/pipeline.py's names).
-  const LISTS = { bm25: "keywords", dense: "meaning", bm25_prf: "keywords, expanded", dense_prf: "meaning, expanded" };
-
   /** "#2 · keywords #1, meaning #4": where the hit ranked, and in which lists. The fused score
       is a sum of z-scores or an RRF sum, meaningful only against the other hits of this
       search, so it stays in the explanation and the tooltip; how good a match the hits are
       is the line above them. */
-  function rankText(hit) {
-    const lists = hit.trace.retrievers.filter((r) => r.rank).map((r) => `${LISTS[r.retriever] || r.retriever} #${r.rank}`);
-    const rerank = hit.trace.rerank ? `, reranked from #${hit.trace.rerank.rank_before}` : "";
+  function rankText(hit, names) {
+    const lists = hit.trace.retrievers.filter((r) => r.rank).map((r) => `${names[r.retriever] || r.retriever} #${r.rank}`);
+    const r = hit.trace.rerank;
+    const rerank = r && r.rank_before !== r.rank_after ? `, reranked from #${r.rank_before}` : "";
     const pending = hit.trace.dense_coverage && !hit.trace.dense_coverage.has_vector ? " (no vector yet: keywords only)" : "";
     const said = hit.trace.day ? ` · said on ${hit.trace.day}, as asked` : "";
     return `#${hit.rank}${lists.length ? ` · ${lists.join(", ")}` : ""}${rerank}${pending}${said}`;
@@ -106,7 +106,7 @@
     return h("div", { class: classes.filter(Boolean).join(" ") }, MD.markTerms(MD.render(cut.text, { headingShift: 2 }), stems));
   }
 
-  function hitItem(hit, stems, params) {
+  function hitItem(hit, stems, params, names) {
     const link = `/app/doc/${hit.document_id}?${new URLSearchParams({ chunk: hit.chunk_id, q: params.q, mode: params.mode || "" })}`;
     const panelId = `explain-${hit.chunk_id}`;
     const panel = h("div", { id: panelId, class: "explain", hidden: true });
@@ -116,7 +116,7 @@
         const open = toggle.getAttribute("aria-expanded") !== "true";
         toggle.setAttribute("aria-expanded", String(open));
         panel.hidden = !open;
-        if (open && !panel.childElementCount) explain(panel, hit, params);
+        if (open && !panel.childElementCount) explain(panel, hit, params, names);
       },
     }, "Why this hit?");
     const span = hit.span;
@@ -129,7 +129,7 @@
         hit.page != null ? ` · page ${hit.page}` : "",
         ` · lines ${span.line_start}–${span.line_end}`,
         hit.heading_path.length ? ` · ${hit.heading_path.join(" › ")}` : "",
-        " · ", h("span", { class: "rank", title: `fused score ${NB.number(hit.score, 4)} (${hit.trace.fusion_method || "one list"})` }, rankText(hit))),
+        " · ", h("span", { class: "rank", title: `fused score ${NB.number(hit.score, 4)} (${hit.trace.fusion_method || "one list"})` }, rankText(hit, names))),
       snippet(hit.text, stems),
       alsoIn(hit, params),
       h("p", { class: "actions" }, toggle, h("a", { href: link }, "Open the document at this span")),
@@ -149,8 +149,8 @@
 
   /** The hit's own trace as a bar chart of fusion contributions, then where the whole document
       ranks in each list (from /explain). */
-  async function explain(panel, hit, params) {
-    panel.append(traceChart(hit.trace, hit));
+  async function explain(panel, hit, params, names) {
+    panel.append(traceChart(hit.trace, hit, names));
     const note = h("p", { class: "hint" }, "Looking at the whole document…");
     panel.append(note);
     const { q, ...filters } = params;
@@ -161,19 +161,19 @@
     }
   }
 
-  function traceChart(trace, hit) {
+  function traceChart(trace, hit, names) {
     const fusion = trace.fusion || [];
-    const names = [...new Set([...trace.retrievers.map((r) => r.retriever), ...fusion.map((f) => f.retriever)])];
+    const listed = [...new Set([...trace.retrievers.map((r) => r.retriever), ...fusion.map((f) => f.retriever)])];
     const zscore = trace.fusion_method === "zscore";
     const largest = Math.max(...fusion.map((f) => Math.abs(f.contribution)), 0);
-    const rows = names.map((name) => {
+    const rows = listed.map((name) => {
       const found = trace.retrievers.find((r) => r.retriever === name);
       const share = fusion.find((f) => f.retriever === name);
       const fill = h("span", { class: "bar-fill" });
       fill.style.width = share && largest ? `${(100 * Math.abs(share.contribution)) / largest}%` : "0";
       if (share && share.contribution < 0) fill.classList.add("negative");
       return h("tr", {},
-        h("th", { scope: "row" }, name),
+        h("th", { scope: "row" }, names[name] || name),
         h("td", { class: "num" }, found ? `#${found.rank}` : "–"),
         h("td", { class: "num" }, found ? NB.number(found.score, 3) : "–"),
         h("td", { class: "bar-cell" }, h("span", { class: "bar", "aria-hidden": "true" }, fill)),
@@ -196,15 +196,17 @@
     }
     if (trace.rerank) {
       const r = trace.rerank;
-      parts.push(h("p", {}, `Rerank (${r.model}): #${r.rank_before} → #${r.rank_after}, score ${NB.number(r.score, 3)}`));
+      const moved = r.rank_before === r.rank_after ? `kept #${r.rank_after}` : `#${r.rank_before} → #${r.rank_after}`;
+      parts.push(h("p", { class: "rerank" }, `Reranked by ${r.model}: ${moved}, its score ${NB.number(r.score, 3)}.`));
     } else {
       parts.push(h("p", { class: "hint" }, "No reranker ran."));
     }
+    for (const note of trace.notes || []) parts.push(h("p", { class: "hint" }, `Note: ${note}.`));
     return h("div", { class: "trace" }, parts);
   }
 
   function documentSummary(ex) {
-    const lists = ex.lists.map((l) => (l.rank ? `${l.retriever} #${l.rank}` : `${l.retriever}: not in its top ${ex.depth}`));
+    const lists = ex.lists.map((l) => (l.rank ? `${l.label} #${l.rank}` : `${l.label}: not in its top ${ex.depth}`));
     const why = {
       retired: "retired", filtered: `excluded by ${ex.excluded_by.join(", ")}`,
       not_a_candidate: "in no list", below_floor: "under the score floor", below_k: `not in the top ${ex.k}`,
