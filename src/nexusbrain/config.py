@@ -8,6 +8,7 @@ The variables, all optional:
 | --- | --- |
 | `BRAIN_DB_URL` | the brain: a path, `sqlite:///path` (`postgresql://…` with the postgres extra) |
 | `BRAIN_DB_PATH` | the SQLite file, when `BRAIN_DB_URL` is not set |
+| `BRAIN_DB_READ_URL` | hot standbys of a PostgreSQL brain for its reads (space-separated URLs) |
 | `BRAIN_EMBEDDER` | `edge` (default), `quality`, `hashing` or `none` |
 | `BRAIN_CAPTURE`, `BRAIN_CAPTURE_MAX_ROWS` | capture searches for replay, and how many to keep |
 | `BRAIN_POSTINGS_CACHE_MB` | memory for scored postings (32) |
@@ -145,6 +146,7 @@ class Durability(StrEnum):
 class StorageConfig:
     durability: Durability = Durability.FULL
     busy_timeout_ms: int = 10_000  # a writer waits this long for another to finish
+    read_urls: tuple[str, ...] = ()  # PostgreSQL hot standbys that serve reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +243,10 @@ class Settings:
         return cls(
             db=resolve_db(db, env),
             lexical=lexical,
-            storage=StorageConfig(durability=_durability(env.get("BRAIN_DURABILITY", ""))),
+            storage=StorageConfig(
+                durability=_durability(env.get("BRAIN_DURABILITY", "")),
+                read_urls=tuple(env.get("BRAIN_DB_READ_URL", "").split()),
+            ),
             capture=capture,
             embedder=parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value)),
             searches_at_once=_count(env, "BRAIN_SEARCHES_AT_ONCE", SEARCHES_AT_ONCE),

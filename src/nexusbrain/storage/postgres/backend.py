@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 from numpy.typing import NDArray
+from psycopg import errors as pg
 from psycopg import sql
 
 from nexusbrain.config import LexicalConfig, StorageConfig
-from nexusbrain.errors import NotFound
+from nexusbrain.errors import NotFound, StorageError
 from nexusbrain.storage.base import DenseIndex, Vector
 from nexusbrain.storage.postgres import hnsw
 from nexusbrain.storage.postgres.compaction import Compactor
 from nexusbrain.storage.postgres.database import Database, connect, ensure_vector
 from nexusbrain.storage.postgres.lexical import PostgresLexicalIndex
 from nexusbrain.storage.postgres.migrations import holds_brain, migrate
+from nexusbrain.storage.postgres.standby import primary_wal, standby_urls
 from nexusbrain.storage.postgres.store import PostgresStore
 from nexusbrain.storage.postgres.url import PostgresUrl
 from nexusbrain.storage.postgres.writes import PostgresWork
@@ -39,7 +41,7 @@ class PostgresBackend:
         create: bool = True,
     ) -> None:
         self.url = url
-        with connect(url) as conn:
+        with connect(url) as conn, _refused(url):
             if not create and not holds_brain(conn, url.schema):
                 raise NotFound(
                     f"no brain at {url.shown}: schema {url.schema!r} holds none (a command"
@@ -47,7 +49,9 @@ class PostgresBackend:
                 )
             vector = ensure_vector(conn, url)
             migrate(conn, url.schema, vector[1])
-        self.db = Database(url, config, vector)
+            standbys = standby_urls(config.read_urls, url)
+            wal = primary_wal(conn) if standbys else (0, 0)
+        self.db = Database(url, config, vector, standbys, wal)
         self.documents = PostgresStore(self.db)
         self.graph = SQLGraphStore(self.db)
         self.lexical = PostgresLexicalIndex(self.db, lexical)
@@ -120,6 +124,19 @@ class PostgresBackend:
     def close(self) -> None:
         self.compactor.close()
         self.db.close()
+
+
+@contextmanager
+def _refused(url: PostgresUrl) -> Iterator[None]:
+    """A role that may not use the schema (another brain's, made by `brains create`) as a
+    StorageError naming the fix."""
+    try:
+        yield
+    except pg.InsufficientPrivilege as exc:
+        raise StorageError(
+            f"the user of {url.shown} lacks a privilege on schema {url.schema!r}"
+            f" ({' '.join(str(exc).split())}): connect as the brain's own role, or its owner"
+        ) from None
 
 
 def drop_brain(url: PostgresUrl) -> None:

@@ -6,7 +6,8 @@ the latest commit; `write()` is one transaction that first takes the brain's adv
 that writes to one brain are serialised across every replica as SQLite serialises them in one
 file (the graph reads what it decides on, then writes); `snapshot()` is a read-only REPEATABLE
 READ transaction. Both bind their connection to the calling thread, so that every read the
-thread makes inside them sees what they see.
+thread makes inside them sees what they see. With hot standbys (standby.py), reads outside a
+write go to one that has replayed this process's writes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import logging
 import select
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -35,6 +36,7 @@ from nexusbrain.errors import (
     Unavailable,
 )
 from nexusbrain.storage.postgres.dialect import POSTGRES, PostgresDialect
+from nexusbrain.storage.postgres.standby import CURRENT_LSN, Standbys
 from nexusbrain.storage.postgres.url import PostgresUrl
 
 log = logging.getLogger(__name__)
@@ -52,9 +54,15 @@ class Database:
     """The pool of connections to one brain's schema. Thread-safe."""
 
     def __init__(
-        self, url: PostgresUrl, config: StorageConfig, vector: tuple[tuple[int, ...], str]
+        self,
+        url: PostgresUrl,
+        config: StorageConfig,
+        vector: tuple[tuple[int, ...], str],
+        standbys: Sequence[PostgresUrl] = (),
+        wal: tuple[int, int] = (0, 0),
     ) -> None:
-        """`vector`: pgvector's version and schema in the database (`ensure_vector`)."""
+        """`vector`: pgvector's version and schema in the database (`ensure_vector`);
+        `standbys`: hot standbys of it, for reads, and `wal` the primary's (`primary_wal`)."""
         self.url = url
         self.config = config
         self._local = threading.local()
@@ -76,6 +84,7 @@ class Database:
         )
         self.pool.open(wait=False)
         self._healthy = True
+        self.standbys = Standbys(standbys, self._configure, wal) if standbys else None
 
     @property
     def dialect(self) -> PostgresDialect:
@@ -174,8 +183,39 @@ class Database:
         if bound is not None:
             yield bound
             return
-        with self.errors(what), self.connection() as conn:
+        with self.errors(what), self.reader() as conn:
             yield conn
+
+    @contextmanager
+    def reader(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for reads outside a transaction: a standby's that has replayed what
+        this process has seen, else the primary's. After a read on the primary, the
+        standbys must replay what it may have seen, so that no later read sees less."""
+        standbys = self.standbys
+        chosen = standbys.checkout() if standbys is not None else None
+        if chosen is None:
+            with self.connection() as conn:
+                yield conn
+                if standbys is not None:
+                    self._reached(conn)
+            return
+        assert standbys is not None
+        number, conn = chosen
+        failed = False
+        try:
+            yield conn
+        except psycopg.OperationalError:
+            failed = conn.broken or conn.closed
+            raise
+        finally:
+            standbys.giveback(number, conn, failed=failed)
+
+    def _reached(self, conn: psycopg.Connection[Any]) -> None:
+        """Note the primary's WAL position, on a connection outside a transaction, as seen."""
+        if self.standbys is not None:
+            row = conn.execute(CURRENT_LSN).fetchone()
+            assert row is not None
+            self.standbys.reached(int(row[0]))
 
     @contextmanager
     def write(
@@ -204,7 +244,7 @@ class Database:
                     self.begin(conn)
                 yield conn
                 if self._local.begun:
-                    conn.execute("COMMIT")
+                    self._commit(conn)
             except BaseException:
                 _rollback(conn)
                 raise
@@ -212,12 +252,30 @@ class Database:
                 self._local.conn, self._local.writing = None, False
                 self._local.begun = self._local.locked = False
 
+    def _commit(self, conn: psycopg.Connection[Any]) -> None:
+        if self.standbys is None:
+            conn.execute("COMMIT")
+            return
+        with conn.pipeline():
+            conn.execute("COMMIT")
+            found = conn.execute(CURRENT_LSN)
+        row = found.fetchone()
+        assert row is not None
+        self.standbys.reached(int(row[0]))
+
     @contextmanager
     def own_write(self, what: str) -> Iterator[psycopg.Connection[Any]]:
         """A transaction of its own that takes no write lock (a capture, a note of vector
         coverage): writers of the brain's content do not wait for it, nor it for them."""
-        with self.read(what) as conn, conn.transaction():
-            yield conn
+        bound = self.bound()
+        if bound is not None:
+            with bound.transaction():
+                yield bound
+            return
+        with self.errors(what), self.connection() as conn:
+            with conn.transaction():
+                yield conn
+            self._reached(conn)
 
     def begin(self, conn: psycopg.Connection[Any], *, lock: bool = True) -> None:
         """Begin this thread's write transaction unless it has begun, and take the brain's
@@ -245,7 +303,7 @@ class Database:
         if bound is not None:
             yield bound
             return
-        with self.errors(what), self.connection() as conn:
+        with self.errors(what), self.reader() as conn:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             self._local.conn = conn
             try:
@@ -273,11 +331,13 @@ class Database:
             raise Busy(f"{what}: {exc.message}") from None
 
     def ping(self) -> None:
-        """Unavailable unless the server answers now."""
-        with self.read("the database does not answer") as conn:
+        """Unavailable unless the primary answers now."""
+        with self.errors("the database does not answer"), self.connection() as conn:
             conn.execute("SELECT 1")
 
     def close(self) -> None:
+        if self.standbys is not None:
+            self.standbys.close()
         self.pool.close()
 
 

@@ -66,7 +66,7 @@ class PostgresLexicalIndex(PostingScorer):
                 self.live.sync(conn, int(head[0]))
                 yield _Read(conn, int(head[0]), (int(head[1]), int(head[2])), self.live)
             return
-        with self.db.errors("lexical search failed"), self.db.connection() as conn:
+        with self.db.errors("lexical search failed"), self.db.reader() as conn:
             read = self._begin(conn)
             try:
                 yield read
