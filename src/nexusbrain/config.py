@@ -147,6 +147,8 @@ class StorageConfig:
     durability: Durability = Durability.FULL
     busy_timeout_ms: int = 10_000  # a writer waits this long for another to finish
     read_urls: tuple[str, ...] = ()  # PostgreSQL hot standbys that serve reads
+    # where a PostgreSQL replica keeps its dense index between starts (None: nowhere)
+    cache_dir: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +248,7 @@ class Settings:
             storage=StorageConfig(
                 durability=_durability(env.get("BRAIN_DURABILITY", "")),
                 read_urls=tuple(env.get("BRAIN_DB_READ_URL", "").split()),
+                cache_dir=_cache_dir(),
             ),
             capture=capture,
             embedder=parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value)),
@@ -321,6 +324,12 @@ def child_environment(
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra or {})
     return env
+
+
+def _cache_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("nexusbrain"))
 
 
 def _durability(value: str) -> Durability:

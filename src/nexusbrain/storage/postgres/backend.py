@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -28,6 +29,8 @@ from nexusbrain.storage.postgres.writes import PostgresWork
 from nexusbrain.storage.sql.graph import SQLGraphStore
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex
 
+CACHE_FROM = 10_000  # vectors: a smaller brain's replica keeps no dense index on disk
+
 
 class PostgresBackend:
     """A `Backend` over one schema of a PostgreSQL database."""
@@ -41,6 +44,7 @@ class PostgresBackend:
         create: bool = True,
     ) -> None:
         self.url = url
+        self.config = config
         with connect(url) as conn, _refused(url):
             if not create and not holds_brain(conn, url.schema):
                 raise NotFound(
@@ -65,8 +69,26 @@ class PostgresBackend:
         else the in-process index that every replica keeps."""
         if hnsw.valid_index(self.db, model, dim):
             return hnsw.PgvectorIndex(self.db, model, dim)
-        config = IndexConfig(centre=centre)
-        return VectorIndex(self.documents, model, dim, config=config, reference=reference)
+        config = IndexConfig(centre=centre, cache_from=CACHE_FROM)
+        cache = self._cache_file(model)
+        return VectorIndex(
+            self.documents, model, dim, cache=cache, config=config, reference=reference
+        )
+
+    def _cache_file(self, model: str) -> Path | None:
+        """Where this replica keeps the model's dense index between starts, as SQLite keeps
+        it beside its file: stamped with the brain's identity and change seq, so that a start
+        reads it and the changes since, not every vector. Written only for CACHE_FROM
+        vectors or more: below that, reading the vectors takes a moment anyway."""
+        folder = self.config.cache_dir
+        if folder is None:
+            return None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return None
+        digest = hashlib.sha256(model.encode("utf-8")).hexdigest()[:12]
+        return folder / f"postgres-{self.documents.identity()}-vectors-{digest}.npz"
 
     # a dense index in the database (base.DenseIndexAdmin)
 
