@@ -15,6 +15,8 @@ from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Profile, Settings, StorageConfig
 from nexusbrain.embeddings import load_embedder
 from nexusbrain.storage.postgres import backend as postgres_backend
+from nexusbrain.storage.postgres.backend import drop_brain
+from nexusbrain.storage.postgres.url import parse_url
 
 from .pgserver import Server
 
@@ -51,6 +53,8 @@ def test_a_restart_reads_the_dense_index_from_its_file_and_the_changes_since(
         assert _texts(again, "okapi")[0] == "the okapi keeps the ledger"
         assert any("from " + str(files[0]) in r.getMessage() for r in caplog.records)
         assert not any("from the store" in r.getMessage() for r in caplog.records)
+    drop_brain(parse_url(url), tmp_path)  # as the bench drops its scratch brains
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_small_brain_keeps_no_file(postgres: Server, tmp_path: Path) -> None:

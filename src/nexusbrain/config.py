@@ -248,7 +248,7 @@ class Settings:
             storage=StorageConfig(
                 durability=_durability(env.get("BRAIN_DURABILITY", "")),
                 read_urls=tuple(env.get("BRAIN_DB_READ_URL", "").split()),
-                cache_dir=_cache_dir(),
+                cache_dir=cache_dir(),
             ),
             capture=capture,
             embedder=parse_profile(env.get("BRAIN_EMBEDDER", Profile.EDGE.value)),
@@ -326,7 +326,8 @@ def child_environment(
     return env
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """The user's cache folder for nexusbrain (PostgreSQL replicas' dense indexes)."""
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("nexusbrain"))

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from psycopg import errors as pg
 from psycopg import sql
 
-from nexusbrain.config import LexicalConfig, StorageConfig
+from nexusbrain.config import LexicalConfig, StorageConfig, cache_dir
 from nexusbrain.errors import NotFound, StorageError
 from nexusbrain.storage.base import DenseIndex, Vector
 from nexusbrain.storage.postgres import hnsw
@@ -161,7 +161,17 @@ def _refused(url: PostgresUrl) -> Iterator[None]:
         ) from None
 
 
-def drop_brain(url: PostgresUrl) -> None:
-    """DROP SCHEMA ... CASCADE of the brain's schema (the caller closed its backends)."""
+def drop_brain(url: PostgresUrl, cache: Path | None = None) -> None:
+    """DROP SCHEMA ... CASCADE of the brain's schema (the caller closed its backends), and
+    this machine's dense index files of it in `cache` (default: the user's cache folder)."""
     with connect(url) as conn:
+        identity = None
+        if holds_brain(conn, url.schema):
+            row = conn.execute(
+                sql.SQL("SELECT id FROM {}.store_identity").format(sql.Identifier(url.schema))
+            ).fetchone()
+            identity = row[0] if row else None
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(url.schema)))
+    if identity is not None:
+        for file in (cache or cache_dir()).glob(f"postgres-{identity}-vectors-*.npz"):
+            file.unlink(missing_ok=True)
