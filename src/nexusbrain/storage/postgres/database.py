@@ -16,7 +16,8 @@ import logging
 import select
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -85,6 +86,8 @@ class Database:
         self.pool.open(wait=False)
         self._healthy = True
         self.standbys = Standbys(standbys, self._configure, wal) if standbys else None
+        self._ender: ThreadPoolExecutor | None = None  # ends read-only transactions
+        self._ender_lock = threading.Lock()
 
     @property
     def dialect(self) -> PostgresDialect:
@@ -191,16 +194,7 @@ class Database:
         """A connection for reads outside a transaction: a standby's that has replayed what
         this process has seen, else the primary's. After a read on the primary, the
         standbys must replay what it may have seen, so that no later read sees less."""
-        standbys = self.standbys
-        chosen = standbys.checkout() if standbys is not None else None
-        if chosen is None:
-            with self.connection() as conn:
-                yield conn
-                if standbys is not None:
-                    self._reached(conn)
-            return
-        assert standbys is not None
-        number, conn = chosen
+        conn, release, _ = self._checkout()
         failed = False
         try:
             yield conn
@@ -208,7 +202,55 @@ class Database:
             failed = conn.broken or conn.closed
             raise
         finally:
-            standbys.giveback(number, conn, failed=failed)
+            release(failed)
+
+    @contextmanager
+    def read_only(self) -> Iterator[psycopg.Connection[Any]]:
+        """A reader's connection for one read-only transaction that the caller begins. Its
+        COMMIT, which changes nothing, is sent by a background thread, which then gives the
+        connection back: the caller does not wait a round trip for it (a search ends two
+        such reads). On an error the transaction is rolled back here."""
+        conn, release, deferrable = self._checkout()
+        try:
+            yield conn
+        except BaseException as exc:
+            _rollback(conn)
+            release(isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed))
+            raise
+        if not deferrable:  # the floor must rise before the next read
+            _rollback(conn)
+            release(False)
+            return
+        with self._ender_lock:
+            if self._ender is None:
+                self._ender = ThreadPoolExecutor(2, thread_name_prefix="nexusbrain-commit")
+            self._ender.submit(_end_read, conn, release)
+
+    def _checkout(
+        self,
+    ) -> tuple[psycopg.Connection[Any], Callable[[bool], None], bool]:
+        """A connection for reads (`reader`), the function that gives it back (told whether
+        the connection failed), and whether it may be given back from another thread."""
+        standbys = self.standbys
+        chosen = standbys.checkout() if standbys is not None else None
+        if chosen is not None:
+            assert standbys is not None
+            number, conn = chosen
+            return conn, lambda failed: standbys.giveback(number, conn, failed=failed), True
+        pooled = self._pooled()
+        if pooled is None:
+            direct = self._direct()
+            return direct, lambda failed: direct.close(), True
+        self._healthy = True
+
+        def release(failed: bool) -> None:
+            try:
+                if standbys is not None and not failed and not pooled.closed:
+                    self._reached(pooled)
+            finally:
+                self.pool.putconn(pooled)
+
+        return pooled, release, standbys is None
 
     def _reached(self, conn: psycopg.Connection[Any]) -> None:
         """Note the primary's WAL position, on a connection outside a transaction, as seen."""
@@ -336,6 +378,8 @@ class Database:
             conn.execute("SELECT 1")
 
     def close(self) -> None:
+        if self._ender is not None:
+            self._ender.shutdown(wait=True)
         if self.standbys is not None:
             self.standbys.close()
         self.pool.close()
@@ -347,6 +391,17 @@ class _NoConnection(Unavailable):
 
 class _PoolFull(Busy):
     """Every pooled connection stayed in use (named by `Database.errors`)."""
+
+
+def _end_read(conn: psycopg.Connection[Any], release: Callable[[bool], None]) -> None:
+    """End a read-only transaction and give its connection back (in the background)."""
+    failed = False
+    try:
+        conn.execute("COMMIT")
+    except psycopg.Error:
+        failed = True  # nothing to lose: the read changed nothing; a broken one is dropped
+    finally:
+        release(failed or conn.broken or conn.closed)
 
 
 def _rollback(conn: psycopg.Connection[Any]) -> None:
