@@ -8,6 +8,7 @@ The variables, all optional:
 | --- | --- |
 | `BRAIN_DB_URL` | the brain: a path, `sqlite:///path` (`postgresql://…` with the postgres extra) |
 | `BRAIN_DB_PATH` | the SQLite file, when `BRAIN_DB_URL` is not set |
+| `BRAIN_DB_READ_URL` | hot standbys of a PostgreSQL brain for its reads (space-separated URLs) |
 | `BRAIN_EMBEDDER` | `edge` (default), `quality`, `hashing`, `none`, `openai` or `onnx:DIR` |
 | `BRAIN_EMBED_URL`, `_MODEL`, `_API_KEY` | `openai`: its server (ending in `/v1`), model, key |
 | `BRAIN_EMBED_DIMENSIONS`, `BRAIN_EMBED_BATCH` | `openai`: dimensions to ask for, texts a request |
@@ -228,6 +229,9 @@ class Durability(StrEnum):
 class StorageConfig:
     durability: Durability = Durability.FULL
     busy_timeout_ms: int = 10_000  # a writer waits this long for another to finish
+    read_urls: tuple[str, ...] = ()  # PostgreSQL hot standbys that serve reads
+    # where a PostgreSQL replica keeps its dense index between starts (None: nowhere)
+    cache_dir: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +330,11 @@ class Settings:
         return cls(
             db=resolve_db(db, env),
             lexical=lexical,
-            storage=StorageConfig(durability=_durability(env.get("BRAIN_DURABILITY", ""))),
+            storage=StorageConfig(
+                durability=_durability(env.get("BRAIN_DURABILITY", "")),
+                read_urls=tuple(env.get("BRAIN_DB_READ_URL", "").split()),
+                cache_dir=cache_dir(),
+            ),
             capture=capture,
             embedder=profile,
             models=model_settings(env),
@@ -467,6 +475,13 @@ def child_environment(
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra or {})
     return env
+
+
+def cache_dir() -> Path:
+    """The user's cache folder for nexusbrain (PostgreSQL replicas' dense indexes)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("nexusbrain"))
 
 
 def _durability(value: str) -> Durability:

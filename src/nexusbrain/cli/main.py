@@ -30,6 +30,10 @@ LAZY = {
         "nexusbrain.cli.bench:bench",
         "Benchmark a real server on a synthetic markdown corpus at each scale.",
     ),
+    "brains": (
+        "nexusbrain.cli.brains:brains",
+        "Brains kept apart by the database (PostgreSQL): a schema and a role for each.",
+    ),
     "dense-index": (
         "nexusbrain.cli.dense:dense_index",
         "The dense index in the database (PostgreSQL: pgvector HNSW), for brains past what"

@@ -58,6 +58,7 @@ class IndexConfig:
     # rewrite the cache file after this many changed rows, or a tenth of the rows if more
     # (and on close)
     save_every: int = 2_000
+    cache_from: int = 0  # write no cache file while the index holds fewer rows than this
     centre: bool = True  # take similarities around the mean vector (per model: profiles.py)
     centre_prior: int = 100  # the centre is the mean vector × n / (n + centre_prior)
 
@@ -228,7 +229,7 @@ class VectorIndex:
         return data["sq"], data["codes"], total
 
     def _save(self) -> None:
-        if self.cache is None:
+        if self.cache is None or self._rows.live < self.config.cache_from:
             self._unsaved = 0
             return
         rows = self._rows

@@ -8,7 +8,7 @@ bench and the evaluations make their scratch brains with `scratch_url` and `drop
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nexusbrain.config import LexicalConfig, StorageConfig
 from nexusbrain.errors import MissingExtra
@@ -17,7 +17,7 @@ from nexusbrain.storage.postgres.url import is_postgres, parse_url, with_schema
 if TYPE_CHECKING:
     from nexusbrain.storage.postgres.backend import PostgresBackend
 
-__all__ = ["drop", "is_postgres", "open_url", "scratch_url"]
+__all__ = ["create_brain", "drop", "is_postgres", "open_url", "scratch_url"]
 
 
 def open_url(
@@ -43,6 +43,16 @@ def drop(url: str) -> None:
     from nexusbrain.storage.postgres.backend import drop_brain
 
     drop_brain(parse_url(url))
+
+
+def create_brain(admin_url: str, name: str) -> dict[str, Any]:
+    """Make brain `name` in the database of `admin_url`: its schema, and a role that can
+    touch only that schema (brains.py). Returns its schema, role, database and URL (as the
+    role, with the role's new password)."""
+    _require_driver()
+    from nexusbrain.storage.postgres.brains import create_brain as create
+
+    return create(admin_url, name).as_json()
 
 
 def _require_driver() -> None:

@@ -6,7 +6,8 @@ the latest commit; `write()` is one transaction that first takes the brain's adv
 that writes to one brain are serialised across every replica as SQLite serialises them in one
 file (the graph reads what it decides on, then writes); `snapshot()` is a read-only REPEATABLE
 READ transaction. Both bind their connection to the calling thread, so that every read the
-thread makes inside them sees what they see.
+thread makes inside them sees what they see. With hot standbys (standby.py), reads outside a
+write go to one that has replayed this process's writes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import logging
 import select
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -35,6 +37,7 @@ from nexusbrain.errors import (
     Unavailable,
 )
 from nexusbrain.storage.postgres.dialect import POSTGRES, PostgresDialect
+from nexusbrain.storage.postgres.standby import CURRENT_LSN, Standbys
 from nexusbrain.storage.postgres.url import PostgresUrl
 
 log = logging.getLogger(__name__)
@@ -52,9 +55,15 @@ class Database:
     """The pool of connections to one brain's schema. Thread-safe."""
 
     def __init__(
-        self, url: PostgresUrl, config: StorageConfig, vector: tuple[tuple[int, ...], str]
+        self,
+        url: PostgresUrl,
+        config: StorageConfig,
+        vector: tuple[tuple[int, ...], str],
+        standbys: Sequence[PostgresUrl] = (),
+        wal: tuple[int, int] = (0, 0),
     ) -> None:
-        """`vector`: pgvector's version and schema in the database (`ensure_vector`)."""
+        """`vector`: pgvector's version and schema in the database (`ensure_vector`);
+        `standbys`: hot standbys of it, for reads, and `wal` the primary's (`primary_wal`)."""
         self.url = url
         self.config = config
         self._local = threading.local()
@@ -76,6 +85,9 @@ class Database:
         )
         self.pool.open(wait=False)
         self._healthy = True
+        self.standbys = Standbys(standbys, self._configure, wal) if standbys else None
+        self._ender: ThreadPoolExecutor | None = None  # ends read-only transactions
+        self._ender_lock = threading.Lock()
 
     @property
     def dialect(self) -> PostgresDialect:
@@ -174,8 +186,78 @@ class Database:
         if bound is not None:
             yield bound
             return
-        with self.errors(what), self.connection() as conn:
+        with self.errors(what), self.reader() as conn:
             yield conn
+
+    @contextmanager
+    def reader(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for reads outside a transaction: a standby's that has replayed what
+        this process has seen, else the primary's. After a read on the primary, the
+        standbys must replay what it may have seen, so that no later read sees less."""
+        conn, release, _ = self._checkout()
+        failed = False
+        try:
+            yield conn
+        except psycopg.OperationalError:
+            failed = conn.broken or conn.closed
+            raise
+        finally:
+            release(failed)
+
+    @contextmanager
+    def read_only(self) -> Iterator[psycopg.Connection[Any]]:
+        """A reader's connection for one read-only transaction that the caller begins. Its
+        COMMIT, which changes nothing, is sent by a background thread, which then gives the
+        connection back: the caller does not wait a round trip for it (a search ends two
+        such reads). On an error the transaction is rolled back here."""
+        conn, release, deferrable = self._checkout()
+        try:
+            yield conn
+        except BaseException as exc:
+            _rollback(conn)
+            release(isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed))
+            raise
+        if not deferrable:  # the floor must rise before the next read
+            _rollback(conn)
+            release(False)
+            return
+        with self._ender_lock:
+            if self._ender is None:
+                self._ender = ThreadPoolExecutor(2, thread_name_prefix="nexusbrain-commit")
+            self._ender.submit(_end_read, conn, release)
+
+    def _checkout(
+        self,
+    ) -> tuple[psycopg.Connection[Any], Callable[[bool], None], bool]:
+        """A connection for reads (`reader`), the function that gives it back (told whether
+        the connection failed), and whether it may be given back from another thread."""
+        standbys = self.standbys
+        chosen = standbys.checkout() if standbys is not None else None
+        if chosen is not None:
+            assert standbys is not None
+            number, conn = chosen
+            return conn, lambda failed: standbys.giveback(number, conn, failed=failed), True
+        pooled = self._pooled()
+        if pooled is None:
+            direct = self._direct()
+            return direct, lambda failed: direct.close(), True
+        self._healthy = True
+
+        def release(failed: bool) -> None:
+            try:
+                if standbys is not None and not failed and not pooled.closed:
+                    self._reached(pooled)
+            finally:
+                self.pool.putconn(pooled)
+
+        return pooled, release, standbys is None
+
+    def _reached(self, conn: psycopg.Connection[Any]) -> None:
+        """Note the primary's WAL position, on a connection outside a transaction, as seen."""
+        if self.standbys is not None:
+            row = conn.execute(CURRENT_LSN).fetchone()
+            assert row is not None
+            self.standbys.reached(int(row[0]))
 
     @contextmanager
     def write(
@@ -204,7 +286,7 @@ class Database:
                     self.begin(conn)
                 yield conn
                 if self._local.begun:
-                    conn.execute("COMMIT")
+                    self._commit(conn)
             except BaseException:
                 _rollback(conn)
                 raise
@@ -212,12 +294,30 @@ class Database:
                 self._local.conn, self._local.writing = None, False
                 self._local.begun = self._local.locked = False
 
+    def _commit(self, conn: psycopg.Connection[Any]) -> None:
+        if self.standbys is None:
+            conn.execute("COMMIT")
+            return
+        with conn.pipeline():
+            conn.execute("COMMIT")
+            found = conn.execute(CURRENT_LSN)
+        row = found.fetchone()
+        assert row is not None
+        self.standbys.reached(int(row[0]))
+
     @contextmanager
     def own_write(self, what: str) -> Iterator[psycopg.Connection[Any]]:
         """A transaction of its own that takes no write lock (a capture, a note of vector
         coverage): writers of the brain's content do not wait for it, nor it for them."""
-        with self.read(what) as conn, conn.transaction():
-            yield conn
+        bound = self.bound()
+        if bound is not None:
+            with bound.transaction():
+                yield bound
+            return
+        with self.errors(what), self.connection() as conn:
+            with conn.transaction():
+                yield conn
+            self._reached(conn)
 
     def begin(self, conn: psycopg.Connection[Any], *, lock: bool = True) -> None:
         """Begin this thread's write transaction unless it has begun, and take the brain's
@@ -245,7 +345,7 @@ class Database:
         if bound is not None:
             yield bound
             return
-        with self.errors(what), self.connection() as conn:
+        with self.errors(what), self.reader() as conn:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             self._local.conn = conn
             try:
@@ -273,11 +373,15 @@ class Database:
             raise Busy(f"{what}: {exc.message}") from None
 
     def ping(self) -> None:
-        """Unavailable unless the server answers now."""
-        with self.read("the database does not answer") as conn:
+        """Unavailable unless the primary answers now."""
+        with self.errors("the database does not answer"), self.connection() as conn:
             conn.execute("SELECT 1")
 
     def close(self) -> None:
+        if self._ender is not None:
+            self._ender.shutdown(wait=True)
+        if self.standbys is not None:
+            self.standbys.close()
         self.pool.close()
 
 
@@ -287,6 +391,17 @@ class _NoConnection(Unavailable):
 
 class _PoolFull(Busy):
     """Every pooled connection stayed in use (named by `Database.errors`)."""
+
+
+def _end_read(conn: psycopg.Connection[Any], release: Callable[[bool], None]) -> None:
+    """End a read-only transaction and give its connection back (in the background)."""
+    failed = False
+    try:
+        conn.execute("COMMIT")
+    except psycopg.Error:
+        failed = True  # nothing to lose: the read changed nothing; a broken one is dropped
+    finally:
+        release(failed or conn.broken or conn.closed)
 
 
 def _rollback(conn: psycopg.Connection[Any]) -> None:

@@ -66,12 +66,8 @@ class PostgresLexicalIndex(PostingScorer):
                 self.live.sync(conn, int(head[0]))
                 yield _Read(conn, int(head[0]), (int(head[1]), int(head[2])), self.live)
             return
-        with self.db.errors("lexical search failed"), self.db.connection() as conn:
-            read = self._begin(conn)
-            try:
-                yield read
-            finally:
-                conn.execute("COMMIT")
+        with self.db.errors("lexical search failed"), self.db.read_only() as conn:
+            yield self._begin(conn)
 
     def _begin(self, conn: psycopg.Connection[Any]) -> _Read:
         """The snapshot's start, its head, the new changes and the uncached tokens' postings,

@@ -283,7 +283,7 @@ def migrate(conn: psycopg.Connection[Any], schema: str, vector_schema: str) -> l
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (f"nexusbrain:{schema}:migrate",),
             )
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+            _make_schema(conn, schema)
             conn.execute(search_path)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations"
@@ -296,6 +296,17 @@ def migrate(conn: psycopg.Connection[Any], schema: str, vector_schema: str) -> l
             conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
             applied.append(version)
     return applied
+
+
+def _make_schema(conn: psycopg.Connection[Any], schema: str) -> None:
+    """The schema, unless it exists. Looked up first, by a query: a brain's own role may
+    not create schemas (`brains create` makes its schema for it), and CREATE SCHEMA IF NOT
+    EXISTS asks for that privilege even when the schema is there; a query also sees a schema
+    that another process committed while this one waited for the lock, which the catalog
+    cache of CREATE SCHEMA may not yet (then it failed on the unique name)."""
+    found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    if found is None:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
 
 
 def holds_brain(conn: psycopg.Connection[Any], schema: str) -> bool:
