@@ -149,6 +149,7 @@ def test_ingest_dir_watch_prints_a_line_per_change_and_idles(tmp_path: Path) -> 
     try:
         assert process.stdout is not None and process.stderr is not None
         assert process.stdout.readline().startswith(f"{folder}: 1 added")
+        assert process.stdout.readline() == f"into the brain at {tmp_path / 'b.db'}\n"
         assert process.stderr.readline() == f"watching {folder} (Ctrl-C to stop)\n"
         time.sleep(0.5)  # the watch has begun; nothing changes
         idle = psutil.Process(process.pid)
