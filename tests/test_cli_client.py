@@ -74,7 +74,8 @@ def start(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 30
-    while discovery.find(db) is None or discovery.find(db).pid != process.pid:  # type: ignore[union-attr]
+    # read the file once a turn: a server handing over (autoserve) may remove it between reads
+    while (found := discovery.find(db)) is None or found.pid != process.pid:
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             raise RuntimeError(f"serve did not start: {process.communicate()[1].decode()}")
