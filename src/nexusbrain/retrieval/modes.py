@@ -90,7 +90,6 @@ def _fusion(dense: float, floor: float | None) -> Fusion:
     return Fusion(MappingProxyType(weights), MappingProxyType(bounds))
 
 
-# BEGIN fusion per profile
 FUSION: MappingProxyType[Profile, Fusion] = MappingProxyType(
     {
         # A floor of -1: the edge model's cosine for a chunk it did not rank is weak evidence
@@ -104,7 +103,6 @@ FUSION: MappingProxyType[Profile, Fusion] = MappingProxyType(
         Profile.NONE: _fusion(0.3, -1.0),
     }
 )
-# END fusion per profile
 # A profile without an entry (a user's own model) takes the quality profile's constants: its
 # list comes from a transformer, as the quality model's does.
 DEFAULT_FUSION = FUSION[Profile.QUALITY]
