@@ -23,7 +23,9 @@ from nexusbrain.brain import Brain
 from nexusbrain.config import (
     CaptureConfig,
     Durability,
+    ModelSettings,
     Profile,
+    Reranking,
     ServerSettings,
     Settings,
     StorageConfig,
@@ -186,8 +188,9 @@ def record(outcome: Outcome, event: events.ScenarioFinished) -> None:
 def serve_seeded(tmp: Path, token: str | None) -> Iterator[LiveServer]:
     settings = Settings(
         db=tmp / "brain.db",
-        embedder=Profile.HASHING,
+        embedder=Profile.EDGE,  # the model the schema's example names, so /v1/embeddings answers
         capture=CaptureConfig(enabled=True),  # so that GET /captures has lines to send
+        models=ModelSettings(reranker=Reranking.HASHING),  # so that POST /v1/rerank answers
         # The answers are under test here, not durability (test_crash.py): no fsync per write.
         storage=StorageConfig(durability=Durability.NORMAL),
     )

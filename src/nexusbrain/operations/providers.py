@@ -111,7 +111,7 @@ MODEL = Arg(
     min_length=1,
     max_length=500,
     help="a model this server has (GET /v1/models): its id, or its profile's name",
-    example="quality",
+    example="edge",  # the default profile, which most servers run
 )
 
 EMBEDDINGS = Operation(
