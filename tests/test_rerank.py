@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import httpx
@@ -70,8 +71,9 @@ def test_combine_orders_every_candidate_once(
     fused, scores = pair
     order = combine(fused, scores, w)
     assert sorted(order) == list(range(len(fused)))
-    if w == 1.0:  # the reranker's scores decide, ties in the fused order
-        assert [scores[i] for i in order] == sorted(scores, reverse=True)
+    if w == 1.0:  # the reranker's scores decide (scores that z-scoring cannot tell apart,
+        # such as 0 and 1e-78, are ties and keep the fused order)
+        assert all(scores[a] >= scores[b] - 1e-9 for a, b in pairwise(order))
 
 
 class Slow:
