@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from nexusbrain.environment import environ_of, resolve_db
 from nexusbrain.errors import ConfigError
@@ -97,18 +97,28 @@ def parse_profile(name: str) -> Profile:
 
 def parse_embedder(name: str) -> tuple[Profile, Path | None]:
     """BRAIN_EMBEDDER's value: the profile, and the folder of `onnx:DIR`."""
-    kind, _, folder = name.strip().partition(":")
+    said = f"embedding profile {name!r}"
+    return _with_folder(name, Profile, said, "model's folder", "a sentence-transformers model")
+
+
+_Kind = TypeVar("_Kind", bound=StrEnum)
+
+
+def _with_folder(
+    name: str, kinds: type[_Kind], said: str, folder: str, model: str, default: str = ""
+) -> tuple[_Kind, Path | None]:
+    """`KIND`, or `onnx:DIR` (the one kind that names a folder): the kind and its folder."""
+    kind, _, path = name.strip().partition(":")
     try:
-        profile = Profile(kind.strip().lower())
+        chosen = kinds(kind.strip().lower() or default)
     except ValueError:
-        choices = ", ".join(p.value if p is not Profile.ONNX else "onnx:DIR" for p in Profile)
-        raise ConfigError(f"embedding profile {name!r} is not one of: {choices}") from None
-    if (profile is Profile.ONNX) != bool(folder):
+        choices = ", ".join(k.value if k.value != "onnx" else "onnx:DIR" for k in kinds)
+        raise ConfigError(f"{said} is not one of: {choices}") from None
+    if (chosen.value == "onnx") != bool(path):
         raise ConfigError(
-            f"embedding profile {name!r}: name the model's folder as onnx:DIR "
-            "(a sentence-transformers model exported to ONNX), and only for onnx"
+            f"{said}: name the {folder} as onnx:DIR ({model} exported to ONNX), and only for onnx"
         )
-    return profile, Path(folder).expanduser() if folder else None
+    return chosen, Path(path).expanduser() if path else None
 
 
 class Reranking(StrEnum):
@@ -125,18 +135,8 @@ class Reranking(StrEnum):
 
 def parse_reranker(name: str) -> tuple[Reranking, Path | None]:
     """BRAIN_RERANKER's value: the reranker, and the folder of `onnx:DIR`."""
-    kind, _, folder = name.strip().partition(":")
-    try:
-        chosen = Reranking(kind.strip().lower() or Reranking.NONE.value)
-    except ValueError:
-        choices = ", ".join(r.value if r is not Reranking.ONNX else "onnx:DIR" for r in Reranking)
-        raise ConfigError(f"BRAIN_RERANKER={name!r} is not one of: {choices}") from None
-    if (chosen is Reranking.ONNX) != bool(folder):
-        raise ConfigError(
-            f"BRAIN_RERANKER={name!r}: name the cross-encoder's folder as onnx:DIR "
-            "(a model exported to ONNX), and only for onnx"
-        )
-    return chosen, Path(folder).expanduser() if folder else None
+    said = f"BRAIN_RERANKER={name!r}"
+    return _with_folder(name, Reranking, said, "cross-encoder's folder", "a model", "none")
 
 
 @dataclass(frozen=True, slots=True)
