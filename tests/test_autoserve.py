@@ -28,6 +28,7 @@ from nexusbrain.operations import OPERATIONS
 from .conftest import background_servers, no_background_server
 from .test_cli_client import HEAVY, PYTHON, Run, cli_process, environment, heavy, start, stop
 from .test_readme import REWRITE, VARYING, console_steps, rewrite_console
+from .test_readme_warm import demo_notes
 
 STARTED = re.compile(
     r"nexusbrain: started a server for (?P<db>\S+) at (?P<url>http://127\.0\.0\.1:\d+) "
@@ -233,12 +234,7 @@ def masked(lines: list[str], folder: Path) -> list[str]:
 
 def test_the_docs_session_prints_what_it_shows(tmp_path: Path) -> None:
     """docs/cli.md's session, run for real: what each command prints on stderr, then stdout."""
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "deploy.md").write_text(
-        "# Deploy\n\nThe deploy failed because the signing key had expired.\n"
-    )
-    (notes / "backups.md").write_text("# Backups\n\nBackups run nightly at 02:00 to the NAS.\n")
+    demo_notes(tmp_path)
     env = environment(BRAIN_AUTOSERVE="1", BRAIN_EMBEDDER="edge")
     written: list[tuple[str, list[str], list[str]]] = []
     try:

@@ -21,13 +21,18 @@ DEMO = "/tmp/demo"  # the folder the block was run in
 DEFAULT = "http://127.0.0.1:8765"
 
 
-def test_the_warm_server_session_prints_what_it_shows(tmp_path: Path) -> None:
-    notes = tmp_path / "notes"
+def demo_notes(folder: Path) -> None:
+    """The two notes docs/cli.md's sessions were run with, in `folder`/notes."""
+    notes = folder / "notes"
     notes.mkdir()
     (notes / "deploy.md").write_text(
         "# Deploy\n\nThe deploy failed because the signing key had expired.\n"
     )
     (notes / "backups.md").write_text("# Backups\n\nBackups run nightly at 02:00 to the NAS.\n")
+
+
+def test_the_warm_server_session_prints_what_it_shows(tmp_path: Path) -> None:
+    demo_notes(tmp_path)
     (serve, expected), *commands = console_steps(BLOCK)
     assert serve == "nexusbrain --db brain.db serve --watch notes &"
     env = environment(BRAIN_EMBEDDER="edge")
