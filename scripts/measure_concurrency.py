@@ -3,13 +3,15 @@ interleaved in one session, over one brain at a bench scale.
 
     python scripts/measure_concurrency.py --db brain.db [--documents 20000] [--rounds 2] \
         [--searches 200] [--concurrency 8] [--workers 1] [--build] \
-        [--tree /path/to/checkout/src ...]
+        [--tree /path/to/checkout/src[=brain.db] ...]
 
 `nexusbrain bench` builds its brains afresh on every run; this builds the bench's corpus of
 --documents into --db once (`ingest-dir` of the corpus, the bench's seed: into a SQLite file
 that does not exist yet, or with --build into a PostgreSQL schema, dropped first), then
 serves it, so that an A/B of two trees costs minutes, not an ingest each. The queries are
-the bench's own, so the figures are comparable with its report.
+the bench's own, so the figures are comparable with its report. A tree given as SRC=DB serves
+a brain of its own, built by that tree's code when the file does not exist yet: for trees
+whose schemas differ (an older tree cannot open a brain a newer one migrated).
 
 Each round serves each tree in turn (one server at a time, so that they do not share the
 cores), warms it with one pass of the queries from --concurrency clients, then times one
@@ -41,19 +43,24 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers")
     parser.add_argument("--build", action="store_true", help="(re)build a postgresql:// brain")
-    parser.add_argument("--tree", action="append", default=[], help="a src folder to serve")
+    parser.add_argument(
+        "--tree", action="append", default=[], help="a src folder to serve (SRC or SRC=DB)"
+    )
     args = parser.parse_args()
     corpus = Corpus(CorpusSpec())
     queries = corpus.queries(args.searches, args.documents)
     calls = [Call("GET", "/search", params={"q": q, "k": 10, "mode": "balanced"}) for q in queries]
     with tempfile.TemporaryDirectory(prefix="nexusbrain-concurrency-") as scratch:
-        if args.build or ("://" not in args.db and not Path(args.db).exists()):
-            _build_brain(args.db, corpus, args.documents, Path(scratch) / "corpus", args.build)
-        figures: dict[str, list[dict[str, float]]] = {tree: [] for tree in args.tree or [""]}
+        brains = dict(_tree_and_brain(spec, args.db) for spec in args.tree or [""])
+        for tree, db in brains.items():
+            if (args.build and db == args.db) or ("://" not in db and not Path(db).exists()):
+                folder = Path(scratch) / "corpus"
+                _build_brain(db, tree, corpus, args.documents, folder, args.build)
+        figures: dict[str, list[dict[str, float]]] = {tree: [] for tree in brains}
         for round_ in range(args.rounds):  # the trees interleaved, round by round
             for n, (tree, rows) in enumerate(figures.items()):
                 log = Path(scratch) / f"server-{round_}-{n}.log"
-                rows.append(_measure(args, tree, calls, log))
+                rows.append(_measure(args, tree, brains[tree], calls, log))
                 print(f"round {round_ + 1} {tree or 'installed'}: {_line(rows[-1])}", flush=True)
     print(f"median of {args.rounds} rounds, {args.concurrency} clients, --workers {args.workers}:")
     for tree, rows in figures.items():
@@ -61,20 +68,34 @@ def main() -> None:
         print(f"  {tree or 'installed'}: {_line(median)}")
 
 
-def _build_brain(db: str, corpus: Corpus, documents: int, folder: Path, drop: bool) -> None:
-    if drop:
-        postgres.drop(db)
-    corpus.write(folder, documents)
-    report, seconds = run_cli(db, child_env(DEFAULT_ENVELOPE), "ingest-dir", str(folder))
-    print(f"built {db}: {report['chunks']:,} chunks in {seconds:.0f} s", flush=True)
+def _tree_and_brain(spec: str, db: str) -> tuple[str, str]:
+    tree, _, own = spec.partition("=")
+    return tree, own or db
 
 
-def _measure(args: argparse.Namespace, tree: str, calls: list[Call], log: Path) -> dict[str, float]:
-    """One round's figures from a server of this tree (the installed package: "")."""
+def _tree_env(tree: str) -> dict[str, str]:
     env = child_env(DEFAULT_ENVELOPE, {"PYTHONPATH": tree} if tree else {})
     if not tree:
         env.pop("PYTHONPATH", None)
-    with ChildServer(args.db, env, log, args.workers) as server:
+    return env
+
+
+def _build_brain(
+    db: str, tree: str, corpus: Corpus, documents: int, folder: Path, drop: bool
+) -> None:
+    if drop:
+        postgres.drop(db)
+    if not folder.exists():
+        corpus.write(folder, documents)
+    report, seconds = run_cli(db, _tree_env(tree), "ingest-dir", str(folder))
+    print(f"built {db}: {report['chunks']:,} chunks in {seconds:.0f} s", flush=True)
+
+
+def _measure(
+    args: argparse.Namespace, tree: str, db: str, calls: list[Call], log: Path
+) -> dict[str, float]:
+    """One round's figures from a server of this tree (the installed package: "")."""
+    with ChildServer(db, _tree_env(tree), log, args.workers) as server:
         wait_for_answer(server.url, calls[0], 300, server.alive)
         run_calls(server.url, calls, clients=args.concurrency)  # warm every worker
         one = run_calls(server.url, calls)
