@@ -21,7 +21,8 @@ for users of whom one question in four has no answer in their notes.
 
 It prints, for each set held out, the model fitted on the others and how it does there
 beside the shipped model (the constants in retrieval/modes.py now): the expected calibration
-error over the set's own questions (what `nexusbrain eval` reports), their mean confidence
+error over the set's own questions (what `nexusbrain eval` reports) with, in brackets, the
+ECE a perfectly calibrated confidence would show at that set's size, their mean confidence
 against the share with a relevant hit in the top five, the share of "good match" results
 with one, of "no good match" results without one, the share `conservative` answers, and
 the share of unanswerable questions it does not call "no good match"; then the precision of
@@ -54,7 +55,7 @@ import tune_hybrid as th
 
 from nexusbrain.brain import Brain
 from nexusbrain.config import Profile, parse_profile
-from nexusbrain.evals.calibration import expected_calibration_error
+from nexusbrain.evals.calibration import chance_ece, expected_calibration_error
 from nexusbrain.records import Evidence, Hit, SearchFilters
 from nexusbrain.retrieval import confidence as conf
 from nexusbrain.retrieval.modes import ConfidenceModel
@@ -234,6 +235,7 @@ def figures(p: np.ndarray, rows: Sequence[Row]) -> dict[str, float]:
     strong, weak = own >= conf.GOOD_FROM, own < conf.WEAK_BELOW
     return {
         "ece": expected_calibration_error(own.tolist(), labels.tolist()),
+        "chance_ece": chance_ece(own.tolist()),
         "mean_confidence": float(own.mean()),
         "observed": float(labels.mean()),
         "good_match": int(strong.sum()),
@@ -261,14 +263,15 @@ def features_of(profile: Profile, chosen: Sequence[str] | None) -> tuple[conf.Fe
 
 
 HEAD = (
-    "| set | model | ECE | mean conf. / observed | good match: n, precision | "
+    "| set | model | ECE (of chance) | mean conf. / observed | good match: n, precision | "
     "no good match: n, precision | conservative answers | unanswerable not weak | AUC |"
 )
 
 
 def table_row(name: str, label: str, f: dict[str, float]) -> str:
     return (
-        f"| {name} | {label} | {f['ece']:.3f} | {f['mean_confidence']:.2f} / {f['observed']:.2f}"
+        f"| {name} | {label} | {f['ece']:.3f} ({f['chance_ece']:.3f})"
+        f" | {f['mean_confidence']:.2f} / {f['observed']:.2f}"
         f" | {f['good_match']}, {f['good_match_precision']:.3f} | {f['no_match']},"
         f" {f['no_match_precision']:.3f} | {f['conservative_answers']:.3f}"
         f" | {f['unanswerable_not_weak']:.3f} | {f['auc']:.3f} |"

@@ -13,6 +13,7 @@ from nexusbrain.evals.calibration import (
     calibrate,
     calibration_lines,
     calibration_view,
+    chance_ece,
     expected_calibration_error,
     good_in_top,
 )
@@ -69,7 +70,15 @@ def test_calibration_counts_each_band_and_the_empty_result_sets() -> None:
     assert view["bands"]["good match"] == {"results": 3, "with_relevant_in_top5": 2}
     assert view["empty"] == 1 and view["bins"] == 10
     lines = calibration_lines(view)
-    assert lines[0].startswith(f"calibration: ECE {found.ece:.4f} (10 equal-width bins)")
+    assert lines[0].startswith(
+        f"calibration: ECE {found.ece:.4f} (10 equal-width bins; a calibrated confidence"
+        f" shows {found.chance_ece:.4f} here)"
+    )
+    assert view["chance_ece"] == pytest.approx(chance_ece(values), abs=1e-6)
+    older = {key: value for key, value in view.items() if key != "chance_ece"}
+    assert calibration_lines(older)[0].startswith(
+        f"calibration: ECE {found.ece:.4f} (10 equal-width bins), "
+    )
     assert "  good match: 3 result sets, 66.7% (2/3) with a relevant hit in the top 5" in lines
     assert (
         "  no good match: 2 result sets, 50.0% (1/2) without a relevant hit in the top 5" in lines
@@ -82,3 +91,19 @@ def test_a_good_result_set_has_a_relevant_hit_in_its_first_five() -> None:
     assert good_in_top(["a", "b", "c", "d", "e", "f"], ["e"])
     assert not good_in_top(["a", "b", "c", "d", "e", "f"], ["f"])
     assert not good_in_top([], ["a"])
+
+
+def test_the_ece_of_chance_shrinks_as_the_set_grows_and_is_0_for_certain_values() -> None:
+    # labels drawn from values of 0 and 1 always agree with them
+    assert chance_ece([0.0, 1.0, 1.0, 0.0]) == 0.0
+    assert chance_ece([]) == 0.0
+    # a fair coin: one result set's bin is always 0.5 off; 1,000 of them about 0.5 / sqrt(1000)
+    assert chance_ece([0.5]) == pytest.approx(0.5)
+    small, large = chance_ece([0.7] * 30), chance_ece([0.7] * 1000)
+    assert 0.05 < small < 0.15 and 0.0 < large < 0.03
+    assert chance_ece([0.7] * 30) == small  # seeded: the same figure on every run
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=40))
+def test_the_ece_of_chance_is_an_ece(values: list[float]) -> None:
+    assert 0.0 <= chance_ece(values, draws=50) <= 1.0

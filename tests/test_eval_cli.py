@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from nexusbrain.brain import Brain
 from nexusbrain.cli.eval import eval_group
 from nexusbrain.cli.main import cli
-from nexusbrain.evals.calibration import expected_calibration_error
+from nexusbrain.evals.calibration import chance_ece, expected_calibration_error
 from tests.conftest import LiveServer
 from tests.test_eval_suites import write_beir
 
@@ -223,7 +223,11 @@ def test_eval_reports_the_calibration_of_the_confidence(tmp_path: Path) -> None:
         assert {k: v["results"] for k, v in calibration["bands"].items()} == dict(bands)
         assert (bands["no good match"] == 1) is (mode == "balanced")
         shown = run(*args, env=hashing)
-        assert f"calibration: ECE {calibration['ece']:.4f} (10 equal-width bins)" in shown.output
+        assert calibration["chance_ece"] == pytest.approx(chance_ece(values), abs=1e-6)
+        assert (
+            f"calibration: ECE {calibration['ece']:.4f} (10 equal-width bins; a calibrated"
+            f" confidence shows {calibration['chance_ece']:.4f} here)" in shown.output
+        )
 
 
 def test_convert_locomo_then_longmemeval(tmp_path: Path) -> None:

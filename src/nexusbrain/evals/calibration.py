@@ -11,6 +11,11 @@ time?
   For "good match" that share should be high; for "no good match", the share *without* one.
 - A result set with no confidence (a search that returned nothing, as `conservative` does
   for what it withholds) has no value to bin; it is counted apart as `empty`.
+- **The ECE of chance.** A perfectly calibrated confidence still shows an ECE on a finite set:
+  its result sets hold a relevant hit by chance, each with the probability it states. So next
+  to the ECE stands the median ECE of `DRAWS` such draws of the labels from the same values
+  (seeded): a set's ECE near it is as good as that set's size can show, and an ECE goal below it
+  cannot be judged on that set.
 """
 
 from __future__ import annotations
@@ -19,9 +24,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from nexusbrain.retrieval.confidence import Band
 
 BINS = 10
+DRAWS = 1000  # label draws behind the ECE of chance
 TOP = 5  # a result set holds a good match when one of its first TOP hits is relevant
 
 
@@ -52,6 +60,7 @@ class Calibration:
     bands: Mapping[Band, BandCount]
     empty: int  # result sets with no confidence: nothing returned
     bins: int = BINS
+    chance_ece: float = 0.0  # the median ECE a calibrated confidence shows at this size
 
     def good_match_precision(self) -> float | None:
         """The share of "good match" result sets with a relevant hit in the first five."""
@@ -84,6 +93,23 @@ def expected_calibration_error(
     return sum(abs(v - g) for _, v, g in sums.values()) / len(values)
 
 
+def chance_ece(
+    values: Sequence[float], bins: int = BINS, draws: int = DRAWS, seed: int = 0
+) -> float:
+    """The median ECE of a perfectly calibrated confidence with these values: each result
+    set's label drawn as a relevant hit with the probability its value states, `draws` times
+    (seeded, so the figure is the same on every run)."""
+    if not values:
+        return 0.0
+    array = np.asarray(values, dtype=np.float64)
+    where = np.minimum((array * bins).astype(np.int64), bins - 1)
+    member = np.zeros((len(array), bins))
+    member[np.arange(len(array)), where] = 1.0
+    labels = np.random.default_rng(seed).random((draws, len(array))) < array
+    gaps = np.abs(array @ member - labels.astype(np.float64) @ member)  # draws x bins
+    return float(np.median(gaps.sum(axis=1)) / len(array))
+
+
 def calibrate(results: Iterable[Judged], bins: int = BINS) -> Calibration | None:
     """The calibration of these result sets; None when none of them carries a confidence
     (a target that reports none, such as an older server)."""
@@ -106,6 +132,7 @@ def calibrate(results: Iterable[Judged], bins: int = BINS) -> Calibration | None
         bands=bands,
         empty=len(listed) - len(valued),
         bins=bins,
+        chance_ece=chance_ece(values, bins),
     )
 
 
@@ -119,6 +146,7 @@ def calibration_view(found: Calibration) -> dict[str, Any]:
     """The JSON shape of a calibration (in `eval --json` and the results log's details)."""
     return {
         "ece": round(found.ece, 6),
+        "chance_ece": round(found.chance_ece, 6),
         "bins": found.bins,
         "results": found.results,
         "with_relevant_in_top5": found.good,
@@ -139,8 +167,10 @@ def _maybe(value: float | None) -> float | None:
 
 def calibration_lines(found: Mapping[str, Any]) -> list[str]:
     """A calibration view (`calibration_view`, or read back from a log) in plain words."""
+    chance = found.get("chance_ece")  # logs written before it was reported lack it
+    against = "" if chance is None else f"; a calibrated confidence shows {chance:.4f} here"
     lines = [
-        f"calibration: ECE {found['ece']:.4f} ({found['bins']} equal-width bins), "
+        f"calibration: ECE {found['ece']:.4f} ({found['bins']} equal-width bins{against}), "
         f"mean confidence {found['mean_confidence']:.4f} against "
         f"{_share(found['with_relevant_in_top5'], found['results'])} with a relevant hit "
         f"in the top {TOP}"
