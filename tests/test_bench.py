@@ -131,6 +131,7 @@ def test_a_ci_sized_bench_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_edge: None
 ) -> None:
     monkeypatch.setenv("BRAIN_EMBEDDER", "hashing")
+    monkeypatch.setenv("BRAIN_RERANKER", "hashing")  # the report names it
     monkeypatch.setenv("BRAIN_RATE_LIMIT_LOOPBACK", "1")  # the bench must override it
     out = tmp_path / "bench.json"
     args = ["bench", "--scales", "200", "--searches", "20", "--concurrency", "4", "--workers", "2"]
@@ -151,6 +152,7 @@ def _check_report(report: dict) -> None:  # type: ignore[type-arg]
     assert env["machine"]["cores"] >= 1 and env["machine"]["memory_bytes"] > 0
     assert env["versions"]["nexusbrain"] and env["versions"]["sqlite"]
     assert env["embedder"] == "hashing" and env["model_bytes"] == 0
+    assert env["reranker"] == "hashing"
     [scale] = report["scales"]
     assert scale["documents"] == 200 and scale["chunks"] > 200
     ingest = scale["ingest"]

@@ -34,7 +34,8 @@ SOURCE = Path(__file__).resolve().parents[1]
 
 
 def environment(clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> dict[str, Any]:
-    profile = Settings.from_env().embedder
+    settings = Settings.from_env()
+    profile = settings.embedder
     return {
         "started_at": clock().isoformat(),
         "commit": _git("rev-parse", "HEAD"),
@@ -42,6 +43,7 @@ def environment(clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> di
         "machine": machine(),
         "versions": versions(),
         "embedder": profile.value,
+        "reranker": settings.models.reranker.value,
         "model_bytes": model_bytes(profile),
     }
 
@@ -220,6 +222,7 @@ def table(report: Mapping[str, Any]) -> str:
         f"{machine_['cores']} cores ({machine_['cpu']}), "
         f"{machine_['memory_bytes'] / 2**30:.1f} GiB, load {machine_['load_average']}, "
         f"embedder {env['embedder']} ({_mb(env['model_bytes'])} MB on disk), "
+        f"reranker {env.get('reranker', 'none')}, "
         f"k={report['bench']['k']}, serve --workers {report['bench']['workers']}, "
         f"median of {report['bench']['runs']} run(s)"
     )
