@@ -123,7 +123,9 @@ def test_the_envelope_verdict_of_a_scale() -> None:
 @pytest.fixture
 def tiny_edge(monkeypatch: pytest.MonkeyPatch) -> None:
     """An `edge` envelope of 100 documents, so that the CI-sized run must break it."""
-    tiny = envelopes.Envelope("edge", 100, 2 * envelopes.GIB, 4_000 * envelopes.MB, 10_000.0)
+    tiny = envelopes.Envelope(
+        "edge", envelopes.Figures(100, 2 * envelopes.GIB, 4_000 * envelopes.MB, 10_000.0)
+    )
     monkeypatch.setattr(envelopes, "ENVELOPES", MappingProxyType({"edge": tiny}))
 
 

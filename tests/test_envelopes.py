@@ -16,8 +16,8 @@ from nexusbrain.envelopes import (
     MB,
     Envelope,
     EnvelopeWatch,
+    Figures,
     Limit,
-    Observed,
     check,
     envelope_named,
 )
@@ -25,27 +25,27 @@ from nexusbrain.errors import ConfigError
 
 from .conftest import _serve, free_port
 
-TINY = Envelope("tiny", documents=1, db_bytes=10 * GIB, rss_bytes=10_000 * MB, p95_ms=1e6)
+TINY = Envelope("tiny", Figures(documents=1, db_bytes=10 * GIB, rss_bytes=10_000 * MB, p95_ms=1e6))
 
 
 def test_the_desktop_envelope_is_the_issue_s() -> None:
-    desktop = ENVELOPES["desktop"]
+    desktop = ENVELOPES["desktop"].maxima
     assert (desktop.documents, desktop.db_bytes, desktop.rss_bytes, desktop.p95_ms) == (
         50_000,
         2 * 1024**3,
         512_000_000,
         200.0,
     )
-    edge, enterprise = ENVELOPES["edge"], ENVELOPES["enterprise"]
+    edge, enterprise = ENVELOPES["edge"].maxima, ENVELOPES["enterprise"].maxima
     assert edge.rss_bytes < desktop.rss_bytes and edge.db_bytes < desktop.db_bytes
     assert enterprise.documents == 1_000_000
 
 
 def test_check_names_each_broken_limit_in_order() -> None:
     desktop = envelope_named("desktop")
-    within = Observed(documents=50_000, db_bytes=2 * GIB, rss_bytes=512 * MB, p95_ms=200.0)
+    within = Figures(documents=50_000, db_bytes=2 * GIB, rss_bytes=512 * MB, p95_ms=200.0)
     assert check(desktop, within) == ()
-    over = Observed(documents=50_001, db_bytes=1, rss_bytes=600 * MB, p95_ms=250.0)
+    over = Figures(documents=50_001, db_bytes=1, rss_bytes=600 * MB, p95_ms=250.0)
     breaches = check(desktop, over)
     assert [b.limit for b in breaches] == [Limit.DOCUMENTS, Limit.RSS_BYTES, Limit.P95_MS]
     assert [b.message for b in breaches] == [
@@ -56,7 +56,7 @@ def test_check_names_each_broken_limit_in_order() -> None:
 
 
 def test_unmeasured_figures_pass() -> None:
-    assert check(ENVELOPES["edge"], Observed()) == ()
+    assert check(ENVELOPES["edge"], Figures()) == ()
 
 
 def test_an_unknown_envelope_names_the_choices() -> None:
@@ -68,15 +68,15 @@ def test_an_unknown_envelope_names_the_choices() -> None:
 def test_the_watch_warns_once_per_crossing(caplog: pytest.LogCaptureFixture) -> None:
     watch = EnvelopeWatch(TINY)
     with caplog.at_level(logging.INFO, logger="nexusbrain.envelopes"):
-        watch.observe(Observed(documents=1))
+        watch.observe(Figures(documents=1))
         assert not caplog.records
-        watch.observe(Observed(documents=2))
-        watch.observe(Observed(documents=3))
+        watch.observe(Figures(documents=2))
+        watch.observe(Figures(documents=3))
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "documents 2 > 1" in warnings[0].getMessage()
-        watch.observe(Observed(documents=1))
+        watch.observe(Figures(documents=1))
         assert "within its limit again" in caplog.records[-1].getMessage()
-        watch.observe(Observed(documents=5))
+        watch.observe(Figures(documents=5))
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
 
 

@@ -44,6 +44,7 @@ TOOLS = {
     "get_document",
     "list_documents",
     "list_sources",
+    "get_source",
     "graph_relations",
     "graph_history",
     "graph_add",

@@ -166,6 +166,7 @@ def calls(http: httpx.Client) -> Iterator[Call]:
     yield get("/documents", uri="alice.md", chunks="true")
     yield get("/ls")
     yield get("/sources")
+    yield get("/sources/{name}", "/sources/folder")  # the source the fixture added
     yield get("/ls", prefix="b/", limit=1)
     path = f"/documents/{note_id}"
     yield get("/documents/{document_id}", path, chunks="true")

@@ -96,6 +96,26 @@ def test_the_table_loads_with_the_standard_library_alone() -> None:
     assert [m for m in loaded if m.startswith(heavy) or m == "nexusbrain.brain"] == []
 
 
+def test_help_lists_the_commands_without_what_runs_them() -> None:
+    """`nexusbrain --help` lists the commands from their declarations alone: what answers and
+    prints one (cli/answers.py, cli/render.py) loads when a command runs, and logging,
+    difflib and shlex only where a message needs them."""
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['nexusbrain', '--help']\n"
+        "try:\n"
+        "    runpy.run_module('nexusbrain', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "sources show" not in done.stdout and "sources" in done.stdout  # the group, listed
+    loaded = set(done.stderr.split())
+    assert "nexusbrain.operations" in loaded
+    unneeded = {"nexusbrain.cli.answers", "nexusbrain.cli.render", "logging", "difflib", "shlex"}
+    assert loaded & unneeded == set()
+
+
 @pytest.mark.parametrize("operation", [op for op in OPERATIONS if op.cli], ids=lambda op: op.name)
 def test_a_command_s_word_is_required_exactly_when_its_argument_is(operation: Operation) -> None:
     """A positional argument with a default (`ls [PREFIX]`) may be left out on the command line;

@@ -225,6 +225,13 @@ READS = [
         ("get_document", {"id": 999}),
     ),
     Ask("sources", get("/sources"), "sources list", ("list_sources", {})),
+    Ask("source", get("/sources/notes"), "sources show notes", ("get_source", {"name": "notes"})),
+    Ask(
+        "source there is not",
+        get("/sources/nothing"),
+        "sources show nothing",
+        ("get_source", {"name": "nothing"}),
+    ),
     Ask("ls", get("/ls"), "ls", ("list_documents", {})),
     Ask("ls under a prefix", None, None),  # filled in by the test: the notes' path
     Ask(

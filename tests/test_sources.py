@@ -128,6 +128,11 @@ def test_the_commands_answer_with_json_and_text(tmp_path: Path, folder: Path) ->
     assert text[1].endswith(f"{folder.resolve()}  (+*.md)")
     listed = json.loads(run("sources", "list", "--json"))["sources"]
     assert listed == [added["source"]]
+    assert json.loads(run("sources", "show", "d", "--json")) == added["source"]
+    shown = run("sources", "show", "d").splitlines()
+    chunks = added["source"]["chunks"]
+    assert shown[:2] == [f"d ({folder.resolve()})  (+*.md)", f"  2 files, {chunks} chunks"]
+    assert shown[3:] == ["  0 files not read"]
     assert json.loads(run("sources", "update", "--json"))["synced"][0]["sync"]["unchanged"] == 2
     assert run("sources", "update", "d").startswith(
         f"d ({folder.resolve()}): 0 added, 0 updated, 2 unchanged, 0 deleted, now 2 files and"
@@ -141,6 +146,8 @@ def test_the_commands_answer_with_json_and_text(tmp_path: Path, folder: Path) ->
     assert json.loads(run("ls", "--json"))["total"] == 0
     missing = cli_process("sources", "remove", "d", db=db)
     assert missing.code != 0 and "no source named 'd'" in missing.stderr
+    unknown = cli_process("sources", "show", "d", db=db)
+    assert unknown.code != 0 and "no source named 'd'" in unknown.stderr
 
 
 def test_serve_follows_every_source_and_one_added_while_it_runs(

@@ -17,7 +17,7 @@ import pytest
 
 from nexusbrain.brain import Brain
 from nexusbrain.config import ServerSettings
-from nexusbrain.envelopes import GIB, MB, Envelope
+from nexusbrain.envelopes import GIB, MB, Envelope, Figures
 from nexusbrain.web import markdown
 
 from .conftest import LiveServer, free_port, start_server
@@ -308,7 +308,9 @@ RAW_KEYS = ("db_bytes", "rss_bytes", "p95_ms", "retired_documents")
 def test_status_page_says_what_each_limit_is(brain: Brain, page: Page) -> None:
     # The server runs in this process, whose RSS late in the suite can pass desktop's 512 MB:
     # desktop's limits, but room for the test process's memory.
-    roomy = Envelope("roomy", documents=50_000, db_bytes=2 * GIB, rss_bytes=8_000 * MB, p95_ms=200)
+    roomy = Envelope(
+        "roomy", Figures(documents=50_000, db_bytes=2 * GIB, rss_bytes=8_000 * MB, p95_ms=200)
+    )
     settings = ServerSettings(port=free_port(), envelope=roomy)
     server, thread = start_server(brain, settings)
     try:
@@ -332,7 +334,7 @@ def test_status_page_says_what_each_limit_is(brain: Brain, page: Page) -> None:
 
 
 def test_status_page_names_a_broken_limit(brain: Brain, page: Page) -> None:
-    tiny = Envelope("tiny", documents=1, db_bytes=1024, rss_bytes=1_000_000, p95_ms=1.0)
+    tiny = Envelope("tiny", Figures(documents=1, db_bytes=1024, rss_bytes=1_000_000, p95_ms=1.0))
     settings = ServerSettings(port=free_port(), envelope=tiny)
     server, thread = start_server(brain, settings)
     try:

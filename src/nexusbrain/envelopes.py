@@ -40,27 +40,36 @@ class Limit(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Figures:
+    """A brain's figures that an envelope bounds, one field for each Limit: an envelope's
+    maxima, or what was measured (None when not measured: a server with too few searches has
+    no p95)."""
+
+    documents: int | None = None
+    db_bytes: int | None = None
+    rss_bytes: int | None = None
+    p95_ms: float | None = None
+
+    def value(self, limit: Limit) -> float | None:
+        value: float | None = getattr(self, limit.value)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
 class Envelope:
     name: str
-    documents: int
-    db_bytes: int
-    rss_bytes: int
-    p95_ms: float
+    maxima: Figures
 
     def limits(self) -> dict[Limit, float]:
-        return {
-            Limit.DOCUMENTS: self.documents,
-            Limit.DB_BYTES: self.db_bytes,
-            Limit.RSS_BYTES: self.rss_bytes,
-            Limit.P95_MS: self.p95_ms,
-        }
+        """Each limit's maximum, in Limit's order (a figure left None bounds nothing)."""
+        return {limit: most for limit in Limit if (most := self.maxima.value(limit)) is not None}
 
 
 ENVELOPES: MappingProxyType[str, Envelope] = MappingProxyType(
     {
-        "edge": Envelope("edge", 20_000, 1 * GIB, 256 * MB, 300.0),
-        "desktop": Envelope("desktop", 50_000, 2 * GIB, 512 * MB, 200.0),
-        "enterprise": Envelope("enterprise", 1_000_000, 64 * GIB, 8_000 * MB, 500.0),
+        "edge": Envelope("edge", Figures(20_000, 1 * GIB, 256 * MB, 300.0)),
+        "desktop": Envelope("desktop", Figures(50_000, 2 * GIB, 512 * MB, 200.0)),
+        "enterprise": Envelope("enterprise", Figures(1_000_000, 64 * GIB, 8_000 * MB, 500.0)),
     }
 )
 DEFAULT_ENVELOPE = "desktop"
@@ -75,20 +84,6 @@ def envelope_named(name: str) -> Envelope:
 
 
 @dataclass(frozen=True, slots=True)
-class Observed:
-    """Measured figures; None when not measured (a server with too few searches has no p95)."""
-
-    documents: int | None = None
-    db_bytes: int | None = None
-    rss_bytes: int | None = None
-    p95_ms: float | None = None
-
-    def value(self, limit: Limit) -> float | None:
-        value: float | None = getattr(self, limit.value)
-        return value
-
-
-@dataclass(frozen=True, slots=True)
 class Breach:
     limit: Limit
     value: float
@@ -100,7 +95,7 @@ class Breach:
         return f"{self.limit.value} {value} > {maximum}"
 
 
-def check(envelope: Envelope, observed: Observed) -> tuple[Breach, ...]:
+def check(envelope: Envelope, observed: Figures) -> tuple[Breach, ...]:
     """The limits that the observed figures break, in a fixed order. Unmeasured figures pass."""
     breaches = []
     for limit, maximum in envelope.limits().items():
@@ -110,7 +105,7 @@ def check(envelope: Envelope, observed: Observed) -> tuple[Breach, ...]:
     return tuple(breaches)
 
 
-def status(envelope: Envelope, observed: Observed, breaches: Sequence[Breach]) -> dict[str, object]:
+def status(envelope: Envelope, observed: Figures, breaches: Sequence[Breach]) -> dict[str, object]:
     """The JSON view of an envelope check, as /stats and the bench report show it."""
     return {
         "name": envelope.name,
@@ -132,7 +127,7 @@ class EnvelopeWatch:
         self.envelope = envelope
         self._broken: set[Limit] = set()
 
-    def observe(self, observed: Observed) -> tuple[Breach, ...]:
+    def observe(self, observed: Figures) -> tuple[Breach, ...]:
         breaches = check(self.envelope, observed)
         broken = {b.limit for b in breaches}
         for breach in breaches:

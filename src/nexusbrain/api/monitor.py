@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from nexusbrain.envelopes import Envelope, EnvelopeWatch, Observed, status
+from nexusbrain.envelopes import Envelope, EnvelopeWatch, Figures, status
 from nexusbrain.latency import percentile
 
 if TYPE_CHECKING:
@@ -43,8 +43,8 @@ class Monitor:
         self.latencies = latencies
         self.watch = EnvelopeWatch(envelope)
 
-    def observed(self, documents: int, db_bytes: int, rss_bytes: int) -> Observed:
-        return Observed(documents, db_bytes, rss_bytes, self.latencies.p95())
+    def observed(self, documents: int, db_bytes: int, rss_bytes: int) -> Figures:
+        return Figures(documents, db_bytes, rss_bytes, self.latencies.p95())
 
     def envelope_status(self, documents: int, db_bytes: int, rss_bytes: int) -> dict[str, Any]:
         observed = self.observed(documents, db_bytes, rss_bytes)

@@ -35,7 +35,7 @@ from nexusbrain.bench.corpus import DEFAULT_SEED, Corpus, CorpusSpec, name_of, w
 from nexusbrain.bench.load import Call, LoadResult, RssSampler, run_calls, wait_for_answer
 from nexusbrain.bench.server import ChildServer, child_env, run_cli
 from nexusbrain.config import default_workers
-from nexusbrain.envelopes import Observed, check, envelope_named, status
+from nexusbrain.envelopes import Figures, check, envelope_named, status
 from nexusbrain.latency import summarise
 from nexusbrain.records import Progress, SearchMode
 
@@ -90,7 +90,7 @@ def envelope_check(name: str, scale: Mapping[str, Any]) -> dict[str, Any]:
     or search) and the p95 of sequential balanced /search and /recall, whichever is worse."""
     envelope = envelope_named(name)
     sequential = scale["latency"]["sequential"]
-    observed = Observed(
+    observed = Figures(
         documents=scale["documents"],
         db_bytes=scale["db_bytes"],
         rss_bytes=max(scale["rss"]["peak_search_bytes"], scale["rss"]["peak_ingest_bytes"]),

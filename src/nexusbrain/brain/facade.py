@@ -294,9 +294,9 @@ class Brain:
         config: SearchConfig,
     ) -> list[Hit]:
         self._check_query(query, k)
-        hits = self._searcher.search(
+        hits = self._searcher.answer(
             query, k, filters or SearchFilters(), config, best_per_document=best_per_document
-        )
+        ).hits
         background, current = self._embedding.background, self.models.current
         if background is not None and current is not None and config.dense:
             hits = annotate(hits, current.index, self._store, background.pending)

@@ -91,6 +91,11 @@ class Sources:
         """Every source by name, with its files and chunks now."""
         return [self.status(source) for source in self._sources.sources()]
 
+    def show(self, name: str) -> SourceStatus:
+        """The source named `name`, with its files and chunks now. Raises NotFound for an
+        unknown source."""
+        return self.status(self._get(name))
+
     def status(self, source: Source) -> SourceStatus:
         found = self._live(source)
         return SourceStatus(source, len(found), sum(d.chunks for d in found))

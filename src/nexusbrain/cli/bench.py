@@ -169,7 +169,7 @@ def bench(
     from nexusbrain.bench.runner import BenchConfig, run
 
     name = envelope or DEFAULT_ENVELOPE
-    default = str(ENVELOPES[envelope].documents) if envelope else "1000,10000"
+    default = str(ENVELOPES[envelope].maxima.documents) if envelope else "1000,10000"
     if workdir:
         workdir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="nexusbrain-bench-", dir=workdir))

@@ -4,7 +4,6 @@ process (cli/answers.py) and prints the view, JSON with --json, else as cli/rend
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -12,8 +11,6 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from nexusbrain.cli.answers import answers_of
-from nexusbrain.cli.render import RENDER
 from nexusbrain.operations import GROUPS, OPERATIONS
 from nexusbrain.operations.args import Arg, Face, Kind, Option, members
 from nexusbrain.operations.spec import Operation
@@ -43,6 +40,8 @@ class LazyGroup(click.Group):
         """click's, with the closest command named when there is no `args[0]`."""
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib  # only for a mistyped command
+
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
             ctx.fail(
                 f"No such command {name!r}." + (f" Did you mean {close[0]!r}?" if close else "")
@@ -129,6 +128,10 @@ def command(operation: Operation, name: str) -> click.Command:
     params.append(click.Option(list(JSON), is_flag=True, help=JSON_HELP))
 
     def run(as_json: bool, **given: Any) -> None:
+        # what answers and prints, loaded when a command runs: --help loads neither
+        from nexusbrain.cli.answers import answers_of
+        from nexusbrain.cli.render import RENDER
+
         args = operation.arguments(Face.CLI, given)
         create = operation.stores and not args.get("dry_run")  # a dry run stores nothing
         ctx = click.get_current_context()

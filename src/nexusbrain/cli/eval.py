@@ -105,24 +105,20 @@ def _target(
             brain.close()
 
 
-def _db_option(func: F) -> F:
-    return click.option(
-        "--db",
-        metavar="PATH_OR_URL",
-        help="Database to search (default: nexusbrain's --db, $BRAIN_DB_PATH, the default).",
-    )(func)
-
-
-def _scratch_option(func: F) -> F:
-    return click.option(
-        "--db",
-        "server",
-        metavar="URL",
-        help="Make the scratch brains in this PostgreSQL database: postgresql://…?schema=NAME"
-        " gives each a schema NAME_eval_…, dropped after. [default: SQLite files in a"
-        " temporary folder]",
-        callback=lambda _ctx, _param, value: _server_url(value),
-    )(func)
+_db_option = click.option(
+    "--db",
+    metavar="PATH_OR_URL",
+    help="Database to search (default: nexusbrain's --db, $BRAIN_DB_PATH, the default).",
+)
+_scratch_option = click.option(
+    "--db",
+    "server",
+    metavar="URL",
+    help="Make the scratch brains in this PostgreSQL database: postgresql://…?schema=NAME"
+    " gives each a schema NAME_eval_…, dropped after. [default: SQLite files in a"
+    " temporary folder]",
+    callback=lambda _ctx, _param, value: _server_url(value),
+)
 
 
 def _server_url(value: str | None) -> str | None:
@@ -147,10 +143,9 @@ def models_options(func: F) -> F:
     )(func)
 
 
-def _api_option(func: F) -> F:
-    return click.option(
-        "--api", metavar="URL", help="A running server, e.g. http://127.0.0.1:8765"
-    )(func)
+_api_option = click.option(
+    "--api", metavar="URL", help="A running server, e.g. http://127.0.0.1:8765"
+)
 
 
 @eval_group.command("judged")

@@ -13,7 +13,6 @@ in process, and the commands of `eval` and `bench` only when they run.
 from __future__ import annotations
 
 import importlib
-import shlex
 from functools import partial
 from typing import Any
 
@@ -121,6 +120,8 @@ def one_line(exc: click.UsageError, given: list[str]) -> OneLineError:
     if isinstance(exc, click.NoSuchOption):
         raw = next((a for a in given if a.startswith(exc.option_name)), exc.option_name)
         if not raw.startswith("--") and len(raw) > 2:
+            import shlex  # only for this message
+
             words = path.split()
             example = " ".join([*words, "--", shlex.quote(raw)])
             return OneLineError(

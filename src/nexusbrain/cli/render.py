@@ -302,7 +302,7 @@ def sources(value: View) -> None:
         f"{'name':<{wide}}  {'files':>6}  {'chunks':>7}  {'last sync (UTC)':<16}  errors  root"
     )
     for s in found:
-        when = f"{s['synced_at'][:10]} {s['synced_at'][11:16]}" if s["synced_at"] else "never"
+        when = _minute(s["synced_at"])
         click.echo(
             f"{s['name']:<{wide}}  {s['files']:>6,}  {s['chunks']:>7,}  {when:<16}  "
             f"{len(s['errors']):>6}  {s['root']}{_globs(s)}"
@@ -312,9 +312,28 @@ def sources(value: View) -> None:
             click.echo(f"  {s['name']}: {error['path']}: {error['reason']}", err=True)
 
 
+def _minute(time: str | None) -> str:
+    """A time of a view (ISO 8601, UTC) to the minute, or "never"."""
+    return f"{time[:10]} {time[11:16]}" if time else "never"
+
+
 def _globs(source: View) -> str:
     globs = [f"+{g}" for g in source["include"]] + [f"-{g}" for g in source["exclude"]]
     return f"  ({' '.join(globs)})" if globs else ""
+
+
+def source(value: View) -> None:
+    """One source (views.source): its settings, counts and syncs, then the files its last
+    sync could not read."""
+    click.echo(f"{value['name']} ({value['root']}){_globs(value)}")
+    if value["domain"] is not None:
+        click.echo(f"  domain: {value['domain']}")
+    click.echo(f"  {_count(value['files'], 'file')}, {_count(value['chunks'], 'chunk')}")
+    added, synced = _minute(value["created_at"]), _minute(value["synced_at"])
+    click.echo(f"  added {added}, last synced {synced} (UTC)")
+    click.echo(f"  {_count(len(value['errors']), 'file')} not read")
+    for error in value["errors"]:
+        click.echo(f"  {error['path']}: {error['reason']}", err=True)
 
 
 def source_sync(value: View) -> None:
@@ -500,6 +519,7 @@ RENDER: dict[str, Printer] = {
     ),
     "stats": lambda view, _: stats(view),
     "sources_list": lambda view, _: sources(view),
+    "sources_show": lambda view, _: source(view),
     "sources_add": lambda view, _: source_sync(view),
     "sources_update": lambda view, _: source_syncs(view),
     "sources_remove": lambda view, _: click.echo(

@@ -1,7 +1,8 @@
-"""Sources: the named folders the brain keeps in sync (brain/sources.py). Listing them is asked
-over every interface; adding, syncing and removing one read and watch this machine's folders,
-so the command line does them in its own process (as `ingest-dir` and `delete` do), and a
-running server follows the change within a second (`serve` watches every source)."""
+"""Sources: the named folders the brain keeps in sync (brain/sources.py). Listing them, and
+showing one, is asked over every interface; adding, syncing and removing one read and watch
+this machine's folders, so the command line does them in its own process (as `ingest-dir` and
+`delete` do), and a running server follows the change within a second (`serve` watches every
+source)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ GROUP = """Named folders kept in sync: each one's files are ingested, re-read wh
     Example:
       nexusbrain sources add ~/notes --name notes --exclude 'drafts/*'
       nexusbrain sources list
+      nexusbrain sources show notes
       nexusbrain sources remove notes
     """
 
@@ -30,6 +32,12 @@ def sources_list(brain: Brain) -> View:
     from nexusbrain import views
 
     return views.sources(brain.sources.all())
+
+
+def sources_show(brain: Brain, *, name: str) -> View:
+    from nexusbrain import views
+
+    return views.source(brain.sources.show(name))
 
 
 def sources_add(
@@ -80,6 +88,30 @@ SOURCES_LIST = Operation(
         Example:
           nexusbrain sources list
           nexusbrain sources list --json
+        """,
+    ),
+)
+
+SOURCES_SHOW = Operation(
+    "sources_show",
+    sources_show,
+    (NAME,),
+    http=Http("GET", "/sources/{name}", "documents", "SourceOut", errors=(404,)),
+    mcp=Tool(
+        "get_source",
+        "Get a source",
+        "One folder kept in sync, by name: its root folder, globs and domain, its files and"
+        " chunks now, when it was added and last synced, and the files it could not read.",
+    ),
+    cli=Command(
+        "sources show",
+        """Show one source: its folder, globs and domain, its files and chunks now, when it
+        was added and last synced, and the files its last sync could not read.
+
+        \b
+        Example:
+          nexusbrain sources show notes
+          nexusbrain sources show notes --json
         """,
     ),
 )
@@ -155,4 +187,4 @@ SOURCES_REMOVE = Operation(
     ),
 )
 
-OPERATIONS = (SOURCES_LIST, SOURCES_ADD, SOURCES_UPDATE, SOURCES_REMOVE)
+OPERATIONS = (SOURCES_LIST, SOURCES_SHOW, SOURCES_ADD, SOURCES_UPDATE, SOURCES_REMOVE)

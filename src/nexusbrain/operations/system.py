@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from nexusbrain.operations.spec import Command, Http, Operation, Tool, View
@@ -10,20 +9,20 @@ from nexusbrain.operations.spec import Command, Http, Operation, Tool, View
 if TYPE_CHECKING:
     from nexusbrain.brain import Brain
 
-log = logging.getLogger(__name__)
-
 
 def health(brain: Brain) -> View:
     """Whether the brain answers. /health is open to anyone, without a token, so a failing
     database is only "unavailable" (a 503): its message, which can name the database's URL
     and socket, goes to the log and to the callers that hold a token."""
+    import logging  # the command line's --help and fast path load no logging
+
     from nexusbrain import views
     from nexusbrain.errors import StorageError, Unavailable
 
     try:
         brain.check_database()
     except StorageError as exc:
-        log.warning("health: %s", exc.message)
+        logging.getLogger(__name__).warning("health: %s", exc.message)
         raise Unavailable("unavailable") from exc
     return views.health()
 

@@ -131,17 +131,6 @@ class Searcher:
                 self._pools[kind] = ThreadPoolExecutor(self._at_once, f"nexusbrain-{kind}")
             return self._pools[kind]
 
-    def search(
-        self,
-        query: str,
-        k: int,
-        filters: SearchFilters,
-        config: SearchConfig,
-        *,
-        best_per_document: bool = False,
-    ) -> list[Hit]:
-        return self.answer(query, k, filters, config, best_per_document=best_per_document).hits
-
     def answer(
         self,
         query: str,

@@ -215,22 +215,11 @@ class _Merge:
         self.count("chunks")
 
     def _document_of(self, r: Mapping[str, Any], kind: str) -> int:
-        document = self.documents.get(int(r["document_id"]))
-        if document is None:
-            raise InvalidInput(
-                f"import: a {kind} record belongs to document {r['document_id']}, which the"
-                " stream does not hold"
-            )
-        return document
+        wanted = r["document_id"]
+        return _held(self.documents, wanted, f"a {kind} record belongs to document {wanted}")
 
     def _entity_of(self, r: Mapping[str, Any], end: str) -> int:
-        entity = self.entities.get(int(r[end]))
-        if entity is None:
-            raise InvalidInput(
-                f"import: a {r['type']} record refers to entity {r[end]}, which the stream"
-                " does not hold"
-            )
-        return entity
+        return _held(self.entities, r[end], f"a {r['type']} record refers to entity {r[end]}")
 
     def _capture(self, r: Mapping[str, Any], line: int) -> None:
         results = [self.chunks[c] for c in r["results"] if c in self.chunks]
@@ -249,12 +238,8 @@ class _Merge:
         self.count("entities")
 
     def _alias(self, r: Mapping[str, Any], line: int) -> None:
-        owner = self.entities.get(int(r["entity_id"]))
-        if owner is None:
-            raise InvalidInput(
-                f"import: alias {r['alias']!r} belongs to entity {r['entity_id']}, which the"
-                " stream does not hold"
-            )
+        wanted = r["entity_id"]
+        owner = _held(self.entities, wanted, f"alias {r['alias']!r} belongs to entity {wanted}")
         here = self.target.entities.get(str(r["key"]))
         if here is None:
             self._insert(r, line, entity_id=owner)
@@ -288,18 +273,16 @@ class _Merge:
             for i in chain:
                 line, r = stage.at("relationship", places[i])
                 supersedes = r["supersedes"]
-                if supersedes is not None and int(supersedes) not in ids:
-                    raise InvalidInput(
-                        f"import: relationship {r['id']} supersedes {supersedes}, which the"
-                        " stream does not hold"
-                    )
+                if supersedes is not None:
+                    what = f"relationship {r['id']} supersedes {supersedes}"
+                    supersedes = _held(ids, supersedes, what)
                 self._insert(
                     r,
                     line,
                     id=ids[i],
                     from_id=self._entity_of(r, "from_id"),
                     to_id=self._entity_of(r, "to_id"),
-                    supersedes=ids[int(supersedes)] if supersedes is not None else None,
+                    supersedes=supersedes,
                     source=self._source(r["source"]),
                 )
             self.count("relationships", len(chain))
@@ -372,6 +355,14 @@ class _Merge:
         if tail.isdigit() and int(tail) in self.documents:
             return f"document:{self.documents[int(tail)]}"
         return source
+
+
+def _held(ids: Mapping[int, int], wanted: Any, what: str) -> int:
+    """The id here of `wanted`, an id in the stream that `what` (a record) points at."""
+    found = ids.get(int(wanted))
+    if found is None:
+        raise InvalidInput(f"import: {what}, which the stream does not hold")
+    return found
 
 
 def _chains(order: Sequence[int], links: Mapping[int, int | None]) -> list[list[int]]:

@@ -4,21 +4,20 @@ its stats, and the snapshot it exports from."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from nexusbrain.records import ImportResult, Progress, StoreStats, VectorBatch
-from nexusbrain.storage import exchange
+from nexusbrain.records import StoreStats, VectorBatch
 from nexusbrain.storage.base import WritesInOwnUnit
 from nexusbrain.storage.postgres import copyout
 from nexusbrain.storage.postgres.database import Database
 from nexusbrain.storage.postgres.dialect import POSTGRES
 from nexusbrain.storage.postgres.migrations import LATEST
-from nexusbrain.storage.postgres.transfer import PostgresChunkImport
+from nexusbrain.storage.postgres.transfer import Conn, PostgresChunkImport
 from nexusbrain.storage.postgres.writes import PostgresWork
 from nexusbrain.storage.sql import transfer
 from nexusbrain.storage.sql.documents import DocumentReads
@@ -105,12 +104,7 @@ class PostgresStore(DocumentReads, WritesInOwnUnit):
             finally:
                 conn.execute("ROLLBACK")
 
-    def import_records(
-        self,
-        records: Iterable[Mapping[str, Any]],
-        functional: frozenset[str] = frozenset(),
-        progress: Progress | None = None,
-    ) -> ImportResult:
-        with exchange.staged(records) as stage, self.unit_of_work() as work:
-            chunks = PostgresChunkImport(work.conn, work.log)
-            return transfer.import_records(work.conn, POSTGRES, stage, chunks, functional, progress)
+    @contextmanager
+    def importing(self) -> Iterator[tuple[Conn, PostgresChunkImport]]:
+        with self.unit_of_work() as work:
+            yield work.conn, PostgresChunkImport(work.conn, work.log)

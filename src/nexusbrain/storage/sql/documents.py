@@ -1,12 +1,14 @@
 """The document store's SQL that is the same on every engine (storage/base.py's DocumentStore):
 documents, revisions and chunks as read, the chunk change log as a reader follows it, which
 chunks lack a vector, captures; and the parts of a write that are the same, a retirement and a
-note's edges revision. A backend's store adds what is its own: its write path (a UnitOfWork),
-its vector rows, its stats, and the snapshot it exports from (sql/transfer.py)."""
+note's edges revision; an import (sql/transfer.py). A backend's store adds what is its own: its
+write path (a UnitOfWork), the transaction an import runs in and how it writes chunk rows, its
+vector rows, its stats, and the snapshot it exports from (sql/transfer.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -19,10 +21,14 @@ from nexusbrain.records import (
     Document,
     DocumentHead,
     DocumentKind,
+    ImportResult,
     ListedDocument,
+    Progress,
     SearchFilters,
 )
+from nexusbrain.storage import exchange
 from nexusbrain.storage.exchange import HEADING_SEP
+from nexusbrain.storage.sql import transfer
 from nexusbrain.storage.sql.dialect import Connection, Connections, Dialect
 from nexusbrain.storage.sql.filters import chunk_ids
 
@@ -77,15 +83,30 @@ def _chunk(row: Sequence[Any]) -> Chunk:
 
 
 class DocumentReads:
-    """A DocumentStore's reads (and its small writes of its own: captures, vector coverage)
-    over a backend's connections. The backend's store, a subclass, says where the newest
-    chunk change seq is (`latest_change`) and adds the rest of the protocol."""
+    """A DocumentStore's reads (and its small writes of its own: captures, vector coverage;
+    and an import) over a backend's connections. The backend's store, a subclass, says where
+    the newest chunk change seq is (`latest_change`) and how an import writes (`importing`),
+    and adds the rest of the protocol."""
 
     latest_change: ClassVar[str]  # a query of the newest chunk change seq
 
     def __init__(self, db: Connections) -> None:
         self.db = db
         self.d = db.dialect
+
+    def import_records(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        functional: frozenset[str] = frozenset(),
+        progress: Progress | None = None,
+    ) -> ImportResult:
+        with exchange.staged(records) as stage, self.importing() as (conn, chunks):
+            return transfer.import_records(conn, self.d, stage, chunks, functional, progress)
+
+    def importing(self) -> AbstractContextManager[tuple[Connection, transfer.ChunkImport]]:
+        """The write transaction an import runs in, and how it writes chunk rows (the
+        engine's own)."""
+        raise NotImplementedError
 
     def identity(self) -> str:
         """The random id the store got when it was created."""

@@ -3,7 +3,8 @@ triggers. Its reads are every engine's (storage/sql/documents.py); its writes ar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nexusbrain.config import StorageConfig
-from nexusbrain.records import ImportResult, Progress, StoreStats, VectorBatch
-from nexusbrain.storage import exchange
+from nexusbrain.records import StoreStats, VectorBatch
 from nexusbrain.storage.base import WritesInOwnUnit
 from nexusbrain.storage.sql import transfer
 from nexusbrain.storage.sql.documents import DocumentReads
@@ -69,15 +69,10 @@ class SQLiteStore(DocumentReads, WritesInOwnUnit):
         finally:
             conn.close()
 
-    def import_records(
-        self,
-        records: Iterable[Mapping[str, Any]],
-        functional: frozenset[str] = frozenset(),
-        progress: Progress | None = None,
-    ) -> ImportResult:
-        with exchange.staged(records) as stage, self.db.write() as conn:
-            chunks = SQLiteChunkImport(conn)
-            return transfer.import_records(conn, SQLITE, stage, chunks, functional, progress)
+    @contextmanager
+    def importing(self) -> Iterator[tuple[sqlite3.Connection, SQLiteChunkImport]]:
+        with self.db.write() as conn:
+            yield conn, SQLiteChunkImport(conn)
 
     def load_vectors(
         self, model: str, dim: int, chunk_ids: Sequence[int] | None = None
