@@ -193,5 +193,5 @@ def main() -> None:
     finally:
         # The process ends here and its memory goes with it: frozen, its objects are left out
         # of the cyclic collections that Python's exit would otherwise run over all of them,
-        # a large part of a short command's time (docs/tuning.md).
+        # a large part of a short command's time (docs/design/cli.md).
         gc.freeze()
