@@ -44,10 +44,11 @@ def digest(*paths: Path, cache: Path | None = None, settle: float = SETTLE) -> s
         with path.open("rb") as handle:
             while block := handle.read(BLOCK):
                 found.update(block)
+    hexdigest = found.hexdigest()
     # the files' stats again: a file written while it was read gives no entry
     if [_stat(path) for path in files] == stats:
-        _remember(entry, files, stats, found.hexdigest(), settle)
-    return found.hexdigest()
+        _remember(entry, files, stats, hexdigest, settle)
+    return hexdigest
 
 
 def read_with_digest(
