@@ -97,6 +97,27 @@ def test_a_read_starts_a_server_that_the_next_reads_use(brain_db: Path) -> None:
     assert discovery.find(brain_db) is None
 
 
+def test_the_read_answers_before_it_starts_the_server(brain_db: Path) -> None:
+    """Started sooner, the server's start-up would take the cores that the answer needs: on
+    one stream, the answer comes first, then the line that says where the server lives."""
+    done = subprocess.run(
+        [PYTHON, "-m", "nexusbrain", "--db", str(brain_db), *QUERY],
+        env=environment(**ON),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=120,
+    )
+    try:
+        printed = done.stdout.decode()
+        said = STARTED.search(printed)
+        assert done.returncode == 0 and said is not None, printed
+        assert "the signing key is in the vault" in printed[: said.start()]
+        assert printed.endswith(said.group(0))
+        serving(brain_db, int(said["pid"]))
+    finally:
+        stop_background(brain_db)
+
+
 def test_the_server_stops_after_its_idle_time(brain_db: Path) -> None:
     try:
         first = read(brain_db, BRAIN_AUTOSERVE_IDLE="3")

@@ -9,10 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nexusbrain.brain import Brain
 from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Profile, Settings
+from nexusbrain.storage import analyzer
 from nexusbrain.storage.analyzer import tokens
 
 CORPUS = Path(__file__).parent / "data" / "cjk"
@@ -52,3 +55,24 @@ def test_runs_become_overlapping_bigrams_and_korean_particles_do_not_hide_a_word
     assert set(tokens("비밀번호")) <= set(tokens("비밀번호를 잊었으면"))
     assert tokens("サーバー障害") == ["サー", "ーバ", "バー", "ー障", "障害"]
     assert tokens("Tokyo 東京 office") == ["tokyo", "東京", "offic"]
+
+
+# Characters on both sides of each CJK block's bounds, and typographic punctuation
+_NEAR_BOUNDS = st.sampled_from(
+    [chr(c + d) for first, last in analyzer._CJK_SPANS for c in (first, last) for d in (-1, 0, 1)]
+    + list("—–“”‘’…•€ a1é")
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(_NEAR_BOUNDS, max_size=12) | st.text(max_size=12))
+def test_a_text_holds_cjk_exactly_when_the_pattern_finds_it(text: str) -> None:
+    assert analyzer._has_cjk(text) == bool(analyzer._cjk()[0].search(text))
+
+
+def test_punctuation_past_ascii_does_not_compile_the_cjk_patterns() -> None:
+    analyzer._cjk.cache_clear()
+    assert tokens("café — “quoted” … done") == ["cafe", "quot", "done"]
+    assert analyzer._cjk.cache_info().currsize == 0
+    assert tokens("東京都 café") == ["東京", "京都", "cafe"]
+    assert analyzer._cjk.cache_info().currsize == 1

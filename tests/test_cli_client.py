@@ -226,9 +226,11 @@ def test_brain_url_names_the_server_and_local_works_in_process(served: Served) -
     assert local.code == 0 and "numpy" in local.modules
 
 
-# What a search in process has no use for: writes, the graph, explain, stats and the server.
+# What a search in process has no use for: writes, the graph, explain, stats, the server, and
+# the HTTP client of model servers (a brain on the shipped models asks none).
 NOT_FOR_SEARCH = (
     "yaml",
+    "httpx",
     "psutil",
     "fastapi",
     "uvicorn",

@@ -59,8 +59,8 @@ def brain_of(ctx: click.Context, *, create: bool = False) -> Brain:
 def answers_of(ctx: click.Context, operation: Operation, *, create: bool) -> Local | Remote:
     """Where a command asks: the running server (unless --local, or the operation is one no
     server answers), else the brain in this process (made, for a command that stores, if
-    there is none). A read with no server to ask starts one in the background for the
-    commands after it (cli/autoserve.py) and answers in process."""
+    there is none). A read with no server to ask answers in process, then starts one in the
+    background for the commands after it (cli/autoserve.py)."""
     root = ctx.find_root()
     served = operation.http is not None or operation.remote is not None
     if served and not root.obj["local"] and root.obj.get("brain") is None:
@@ -70,7 +70,8 @@ def answers_of(ctx: click.Context, operation: Operation, *, create: bool) -> Loc
         if remote is not None:
             return remote
         if operation.name in READS:
-            from nexusbrain.cli.autoserve import start
+            from nexusbrain.cli.autoserve import reserve
 
-            start(root.obj["db"])
+            if (start := reserve(root.obj["db"])) is not None:
+                root.call_on_close(start)  # once answered, and the brain closed
     return Local(brain_of(root, create=create))

@@ -1,17 +1,18 @@
 """A server the command line starts by itself, in the background, the way build daemons do.
 
 A command that reads (search, recall, explain, get, stats, graph's reads) and finds no server
-for its brain starts one, detached, answers its own call in process, and says on stderr where
-the server lives; the commands after it find the server through the discovery file
+for its brain answers its own call in process, then starts one, detached, and says on stderr
+where the server lives; the commands after it find the server through the discovery file
 (discovery.py) and send it one request each. The server stops after BRAIN_AUTOSERVE_IDLE
 seconds without a request (15 minutes by default), and a server started by hand replaces it.
 
 It starts only for a SQLite file that exists and may be written (the server writes its
 discovery file beside it), and that no process serves or is starting to serve: the command
-takes the database's claim (discovery.py) and hands it to the server it starts, so a command
-run while that server loads finds the claim held and starts none. Never with
-BRAIN_AUTOSERVE=0 or --local. It runs as `python -m nexusbrain.cli.autoserve DB PORT IDLE`
-with the claim on descriptor 3: one worker on loopback, its log in `<db>.server.log`.
+takes the database's claim (discovery.py) before it answers and hands it to the server it
+starts, so a command run meanwhile, or while that server loads, finds the claim held and
+starts none. Never with BRAIN_AUTOSERVE=0 or --local. It runs as `python -m
+nexusbrain.cli.autoserve DB PORT IDLE` with the claim on descriptor 3: one worker on
+loopback, its log in `<db>.server.log`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import os
 import socket
 import stat
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,19 +37,27 @@ LOG_SUFFIX = ".server.log"
 CLAIM_FD = 3  # the server's copy of the claim the command took for it
 
 
-def start(db: str | None) -> int | None:
-    """Start a server for this command's brain, if it should have one; its pid."""
+def reserve(db: str | None) -> Callable[[], None] | None:
+    """Take the claim for a server for this command's brain, if it should have one: then
+    the function that starts the server and says so, to call once the command has answered
+    (started sooner, the server's start-up takes the cores that the answer needs)."""
     idle = autoserve_idle()
     if idle is None:
         return None
     file = discovery.database_file(resolve_db(db))
     if file is None or not _writable(file):
         return None
-    try:  # taken here and handed to the server: no second command starts one meanwhile
+    try:  # taken now and handed to the server: no second command starts one meanwhile
         claim = discovery.claim(file, patience=0)
     except Conflict:  # another process serves it, or is starting to
         return None
     assert claim is not None and claim.descriptor is not None  # a SQLite file
+    return partial(_start, file, idle, claim)
+
+
+def _start(file: Path, idle: float, claim: discovery.Claim) -> None:
+    """Start the server for `file` and hand it the claim (let go if it cannot start)."""
+    assert claim.descriptor is not None
     port = _free_port()
     log = file.with_name(file.name + LOG_SUFFIX)
     argv = [sys.executable, "-m", __name__, str(file), str(port), repr(idle)]
@@ -54,7 +65,7 @@ def start(db: str | None) -> int | None:
         pid = _spawn(argv, log, claim.descriptor)
     except OSError:
         claim.close()
-        return None
+        return
     claim.hand_over(pid)
     click.echo(
         f"nexusbrain: started a server for {file} at http://{HOST}:{port} (pid {pid}); the next"
@@ -62,7 +73,6 @@ def start(db: str | None) -> int | None:
         " BRAIN_AUTOSERVE=0 or --local: no server)",
         err=True,
     )
-    return pid
 
 
 def _writable(file: Path) -> bool:

@@ -15,11 +15,11 @@ so that vectors of other weights are never mixed with these.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+from nexusbrain.embeddings.digest import digest
 from nexusbrain.embeddings.onnx import OnnxEncoder
 from nexusbrain.errors import ConfigError
 
@@ -91,15 +91,6 @@ def token_limit(folder: Path) -> int:
         return int(tokenizer["truncation"]["max_length"])
     config = read_json(folder / "config.json") or {}
     return int(config.get("max_position_embeddings") or DEFAULT_TOKENS)
-
-
-def digest(*paths: Path) -> str:
-    found = hashlib.sha256()
-    for path in paths:
-        with path.open("rb") as handle:
-            while block := handle.read(1 << 20):
-                found.update(block)
-    return found.hexdigest()
 
 
 def folder_embedder(folder: Path, *, threads: int | None = None) -> OnnxEncoder:

@@ -2,6 +2,10 @@
 requests with a timeout each, retries with backoff on 429, 5xx, timeouts and dropped
 connections, and what went wrong said in words.
 
+httpx (with the TLS, e-mail and cookie modules it loads) is imported when a server is first
+made, not with this module: every brain imports it (brain/models.py), and a brain on the
+shipped models never asks a server, so the command line's cold start does not pay for it.
+
 The key travels in the Authorization header only: no message, log line or repr holds it.
 """
 
@@ -11,11 +15,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from nexusbrain.errors import ModelUnavailable
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +63,8 @@ class ModelServer:
         self._sleep = sleep
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._keyed = bool(api_key)
+        import httpx
+
         limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         self._client = httpx.Client(headers=headers, limits=limits, follow_redirects=True)
         self._down_until = 0.0
@@ -131,6 +138,8 @@ class ModelServer:
     def _try(self, method: str, url: str, body: Mapping[str, Any] | None, timeout: float) -> Any:
         """The JSON answer; _Again for a failure worth another try, Refused for one that is
         not."""
+        import httpx
+
         try:
             response = self._client.request(method, url, json=body, timeout=timeout)
         except httpx.TimeoutException:
@@ -180,6 +189,8 @@ class _Again(Exception):
 
 
 def _reason(exc: httpx.TransportError) -> str:
+    import httpx
+
     if isinstance(exc, httpx.ConnectError):
         return "nothing answers there (is it running?)"
     if isinstance(exc, httpx.RemoteProtocolError):

@@ -7,7 +7,6 @@ A model directory holds `config.json`, `tokenizer.json` (Hugging Face tokenizers
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from itertools import chain
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from nexusbrain.embeddings.base import Vectors, normalise_rows
+from nexusbrain.embeddings.digest import read_with_digest
 from nexusbrain.embeddings.wordpiece import TokenIds
 from nexusbrain.errors import ConfigError, MissingExtra
 
@@ -26,13 +26,15 @@ POOL = 32  # texts pooled at once: their counts matrix and rows stay in cache
 class StaticEmbedder:
     def __init__(self, path: Path, *, name: str | None = None) -> None:
         try:
-            from safetensors.numpy import load_file
+            from safetensors.numpy import load
         except ImportError as exc:  # pragma: no cover - a core dependency
             raise MissingExtra("edge", exc.name or "safetensors") from None
         if not (path / "model.safetensors").exists():
             raise ConfigError(f"no static model at {path}: model.safetensors is missing")
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        tensors = load_file(str(path / "model.safetensors"))
+        # the id holds the digest of the very bytes loaded, remembered between processes
+        weights, digest = read_with_digest(path / "model.safetensors")
+        tensors = load(weights)
         # Kept in the stored dtype (int8 for the edge model, a quarter of float32's memory);
         # pooling converts only the rows a batch uses, to the same float32 values.
         table = tensors["embeddings"]
@@ -43,8 +45,7 @@ class StaticEmbedder:
         self._table = np.ascontiguousarray(table)
         self._tokens = TokenIds(path / "tokenizer.json")
         self._max_tokens = int(config.get("max_length") or 512)
-        digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()[:12]
-        self._model_id = f"static:{name or path.name}:{digest}"
+        self._model_id = f"static:{name or path.name}:{digest[:12]}"
 
     @property
     def model_id(self) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from nexusbrain.embeddings.folder import digest, graph_of, read_json, tokenizer_of
+from nexusbrain.embeddings.digest import digest
+from nexusbrain.embeddings.folder import graph_of, read_json, tokenizer_of
 from nexusbrain.embeddings.onnx import cores, fix_mmap_threshold, length_batches, session_options
 from nexusbrain.errors import ConfigError, MissingExtra
 

@@ -34,6 +34,10 @@ _CJK_CHARS = (
     "\U00020000-\U0002fa1f\U00030000-\U0003134f"
 )
 _CJK_FIRST = "\u1100"  # the first character of _CJK_CHARS
+# _CJK_CHARS as (first, last) code points: a text is searched for them without _cjk's patterns
+_CJK_SPANS = tuple(
+    (ord(_CJK_CHARS[i]), ord(_CJK_CHARS[i + 2])) for i in range(0, len(_CJK_CHARS), 3)
+)
 _ACCENTED_BELOW = "\u0530"  # Latin, Greek and Cyrillic end here
 _local = threading.local()  # a stemmer is not safe to share between threads
 # Each word's stem, memoised: a dict lookup is several times cheaper than a call into the
@@ -48,7 +52,7 @@ def tokens(text: str) -> list[str]:
     if text.isascii():
         return _stemmed(_ASCII_RUN.findall(text.lower()))
     folded = _folded(text)
-    if max(folded, default="") < _CJK_FIRST:  # accents, dashes, Greek: no CJK to look for
+    if not _has_cjk(folded):  # accents, dashes, curly quotes, Greek: no bigrams to make
         return _stemmed(_RUN.findall(folded))
     cjk, pieces = _cjk()
     out: list[str] = []
@@ -64,12 +68,21 @@ def tokens(text: str) -> list[str]:
     return out + _stemmed(plain)
 
 
+def _has_cjk(text: str) -> bool:
+    return any(
+        first <= ord(char) <= last
+        for char in set(text)
+        if char >= _CJK_FIRST
+        for first, last in _CJK_SPANS
+    )
+
+
 @functools.cache
 def _cjk() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """A CJK character, and a run of CJK or of other characters: compiled on the first text
-    that holds a character from _CJK_FIRST up (their character classes take ~4 ms to compile,
-    and most texts have none: a fresh process's first search met a dash or an accent in its
-    hits' text and paid for them)."""
+    that holds a CJK character (their character classes take ~4 ms to compile, and most
+    texts have none: a fresh process's first search met a dash, a curly quote or an ellipsis
+    in its hits' text and paid for them)."""
     return re.compile(f"[{_CJK_CHARS}]"), re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
 
 
