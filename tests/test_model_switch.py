@@ -23,6 +23,7 @@ from nexusbrain.cli.main import cli
 from nexusbrain.config import Profile, Settings
 from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.hashing import HashingEmbedder
+from nexusbrain.records import DenseCoverage
 from nexusbrain.storage import open as open_backend
 
 from .providers import Misbehaving, serve, wait_for
@@ -220,3 +221,46 @@ def test_models_and_models_check_while_the_server_is_up_and_down(tmp_path: Path)
         assert failed.exit_code == 1
         assert "FAIL  embedder openai:hash-64" in failed.stdout
         assert f"the embedding server at {provider.url} cannot be reached" in failed.stdout
+
+
+def test_a_brain_started_from_its_vector_cache_takes_writes_while_the_server_is_down(
+    tmp_path: Path,
+) -> None:
+    """A process whose dense index starts from its cache file (read-only, mapped) keeps up
+    with writes whose vectors are not made yet: a search with a cached query vector and one
+    whose query vector fails both answer, and say which hits have their vector; the vectors
+    follow once the server is back."""
+    db = tmp_path / "brain.db"
+    with Misbehaving() as provider:
+        env = {
+            "BRAIN_EMBEDDER": "openai",
+            "BRAIN_EMBED_URL": provider.url,
+            "BRAIN_EMBED_MODEL": "hash-64",
+            "BRAIN_MODEL_TIMEOUT": str(TIMEOUT),
+        }
+        settings = Settings.from_env(db, env)
+        with Brain.open(settings=settings) as brain:
+            for note in NOTES[:6]:
+                brain.ingest_markdown(note)
+            wait_for(lambda: brain.stats().embedder.embedded_chunks == 6)
+            brain.search("deploy key of the mail service")  # the index is saved on close
+        assert list(tmp_path.glob("brain.db.vectors-*.npz"))
+        with Brain.open(settings=settings) as brain:
+            brain.search("deploy key of the mail service")  # started from the cache file
+            provider.failing = "drop"
+            late = brain.ingest_markdown("# Late\n\nThe mail service moved its deploy key.")
+            for query in ("deploy key of the mail service", "where did the deploy key move"):
+                hits = brain.search(query)  # the first query's vector is cached, not the second's
+                ours = [h for h in hits if h.document_id == late.document_id]
+                assert ours and ours[0].trace.dense_coverage == DenseCoverage(6, 7, False)
+            assert any("BM25 alone" in note for note in hits[0].trace.notes)
+        with Brain.open(settings=settings) as brain:  # its first query vector fails
+            hits = brain.search("where did the deploy key go")
+            ours = [h for h in hits if h.document_id == late.document_id]
+            assert ours and ours[0].trace.dense_coverage == DenseCoverage(6, 7, False)
+            provider.failing = None
+            wait_for(lambda: brain.stats().embedder.embedded_chunks == 7)
+            hits = brain.search("the mail service moved its deploy key")
+            assert hits[0].document_id == late.document_id
+            assert "dense" in {r.retriever for r in hits[0].trace.retrievers}
+            assert hits[0].trace.dense_coverage is None
