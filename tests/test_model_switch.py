@@ -331,3 +331,5 @@ def test_closing_waits_for_a_slow_server_within_the_model_timeout(
             brain.close()
         assert time.perf_counter() - started < TIMEOUT + 1.0
         assert "1 chunk(s) wait for their vector of openai:hash-64" in caplog.text
+        # the thread left waiting for its answer ends once it comes: no thread outlives the test
+        wait_for(lambda: not [t for t in threading.enumerate() if t.name == "nexusbrain-embedder"])
