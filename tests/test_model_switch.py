@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Sequence
@@ -21,11 +23,13 @@ from click.testing import CliRunner, Result
 from nexusbrain.brain import Brain
 from nexusbrain.cli.main import cli
 from nexusbrain.config import Profile, Settings
+from nexusbrain.embeddings import http as model_http
 from nexusbrain.embeddings.base import Vectors
 from nexusbrain.embeddings.hashing import HashingEmbedder
+from nexusbrain.records import DenseCoverage
 from nexusbrain.storage import open as open_backend
 
-from .providers import Misbehaving, serve, wait_for
+from .providers import PYTHON, Misbehaving, environment, serve, wait_for
 
 NOTES = [
     f"# Note {i}\n\nThe {word} service rotates its deploy key every {i} days; see the vault."
@@ -136,19 +140,23 @@ def test_a_brain_whose_old_model_is_gone_switches_at_once(
 TIMEOUT = 0.5
 
 
+def remote(url: str, **extra: str) -> dict[str, str]:
+    """The settings of a brain whose embedder is the model server at `url`."""
+    return {
+        "BRAIN_EMBEDDER": "openai",
+        "BRAIN_EMBED_URL": url,
+        "BRAIN_EMBED_MODEL": "hash-64",
+        "BRAIN_MODEL_TIMEOUT": str(TIMEOUT),
+    } | extra
+
+
 def test_a_model_server_that_is_down_costs_no_search_and_no_write(tmp_path: Path) -> None:
     """The fault test of docs/design/models.md: 200 searches and 200 writes over HTTP while the
     embedding server is down (every request hangs past the timeout): no 5xx, every search
     within 1.5x the timeout and says BM25 alone ranked it; once the server is back, every
     chunk gets its vector."""
     with Misbehaving(delay=5.0) as provider:
-        env = {
-            "BRAIN_EMBEDDER": "openai",
-            "BRAIN_EMBED_URL": provider.url,
-            "BRAIN_EMBED_MODEL": "hash-64",
-            "BRAIN_MODEL_TIMEOUT": str(TIMEOUT),
-            "BRAIN_RATE_LIMIT": "0",
-        }
+        env = remote(provider.url, BRAIN_RATE_LIMIT="0")
         with serve(tmp_path / "brain.db", **env) as host, httpx.Client(base_url=host.url) as http:
             for note in NOTES:
                 assert http.post("/add", json={"text": note}).status_code == 200
@@ -183,12 +191,7 @@ def test_models_and_models_check_while_the_server_is_up_and_down(tmp_path: Path)
     `models check` says what failed and exits 1."""
     db = str(tmp_path / "brain.db")
     with Misbehaving() as provider:
-        env = {
-            "BRAIN_EMBEDDER": "openai",
-            "BRAIN_EMBED_URL": provider.url,
-            "BRAIN_EMBED_MODEL": "hash-64",
-            "BRAIN_MODEL_TIMEOUT": "0.5",
-        }
+        env = remote(provider.url)
 
         def run(*args: str) -> Result:
             return CliRunner().invoke(cli, ["--db", db, *args], env=env)
@@ -220,3 +223,113 @@ def test_models_and_models_check_while_the_server_is_up_and_down(tmp_path: Path)
         assert failed.exit_code == 1
         assert "FAIL  embedder openai:hash-64" in failed.stdout
         assert f"the embedding server at {provider.url} cannot be reached" in failed.stdout
+
+
+def test_a_brain_started_from_its_vector_cache_takes_writes_while_the_server_is_down(
+    tmp_path: Path,
+) -> None:
+    """A process whose dense index starts from its cache file (read-only, mapped) keeps up
+    with writes whose vectors are not made yet: a search with a cached query vector and one
+    whose query vector fails both answer, and say which hits have their vector; the vectors
+    follow once the server is back."""
+    db = tmp_path / "brain.db"
+    with Misbehaving() as provider:
+        env = remote(provider.url)
+        settings = Settings.from_env(db, env)
+        with Brain.open(settings=settings) as brain:
+            for note in NOTES[:6]:
+                brain.ingest_markdown(note)
+            wait_for(lambda: brain.stats().embedder.embedded_chunks == 6)
+            brain.search("deploy key of the mail service")  # the index is saved on close
+        assert list(tmp_path.glob("brain.db.vectors-*.npz"))
+        with Brain.open(settings=settings) as brain:
+            brain.search("deploy key of the mail service")  # started from the cache file
+            provider.failing = "drop"
+            late = brain.ingest_markdown("# Late\n\nThe mail service moved its deploy key.")
+            for query in ("deploy key of the mail service", "where did the deploy key move"):
+                hits = brain.search(query)  # the first query's vector is cached, not the second's
+                ours = [h for h in hits if h.document_id == late.document_id]
+                assert ours and ours[0].trace.dense_coverage == DenseCoverage(6, 7, False)
+            assert any("BM25 alone" in note for note in hits[0].trace.notes)
+        with Brain.open(settings=settings) as brain:  # its first query vector fails
+            hits = brain.search("where did the deploy key go")
+            ours = [h for h in hits if h.document_id == late.document_id]
+            assert ours and ours[0].trace.dense_coverage == DenseCoverage(6, 7, False)
+            provider.failing = None
+            wait_for(lambda: brain.stats().embedder.embedded_chunks == 7)
+            hits = brain.search("the mail service moved its deploy key")
+            assert hits[0].document_id == late.document_id
+            assert "dense" in {r.retriever for r in hits[0].trace.retrievers}
+            assert hits[0].trace.dense_coverage is None
+
+
+def refused_url() -> str:
+    """A loopback URL where nothing listens: a connection to it is refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_command_does_not_wait_out_the_retries_of_a_server_that_refuses(
+    tmp_path: Path,
+) -> None:
+    """A CLI write while the embedding server refuses connections: the note is stored, the
+    command exits well within the retries' pauses it used to wait out (0.5 + 1 + 2 + 4 s)
+    and says on stderr that the vectors are pending; a server started once the provider is
+    back makes them."""
+    db = tmp_path / "brain.db"
+
+    def run(url: str, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
+        started = time.perf_counter()
+        done = subprocess.run(
+            [PYTHON, "-m", "nexusbrain", "--db", str(db), *args],
+            env=environment(**remote(url)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return time.perf_counter() - started, done
+
+    with Misbehaving() as provider:  # the brain records the model and its dimension
+        assert run(provider.url, "add", NOTES[0])[1].returncode == 0
+    down = refused_url()
+    retries = sum(model_http.BACKOFF * 2**i for i in range(model_http.RETRIES))
+    seconds, added = run(down, "add", NOTES[1])
+    assert added.returncode == 0, added.stderr
+    assert seconds < retries, (seconds, added.stderr)
+    assert "wait for their vector of openai:hash-64" in added.stderr
+    shown = json.loads(run(down, "models", "--json")[1].stdout)
+    assert shown["chunks"] == 2 and shown["covered"] < 2
+    found = json.loads(run(down, "search", "rotates its deploy key", "--json")[1].stdout)
+    assert len(found["hits"]) == 2  # both stored; BM25 alone ranked them
+    with (
+        Misbehaving() as provider,
+        serve(db, **remote(provider.url)) as host,
+    ):
+        wait_for(lambda: httpx.get(host.url + "/stats").json()["embedded_chunks"] == 2)
+    shown = json.loads(run(down, "models", "--json")[1].stdout)
+    assert (shown["covered"], shown["chunks"]) == (2, 2)
+
+
+def test_closing_waits_for_a_slow_server_within_the_model_timeout(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A background batch in flight to a server that answers 5 s late: the brain closes
+    within the model timeout (and some slack), saying which vectors are pending."""
+    db = tmp_path / "brain.db"
+    with Misbehaving(delay=5.0) as provider:
+        env = remote(provider.url)
+        brain = Brain.open(settings=Settings.from_env(db, env))
+        brain.ingest_markdown(NOTES[0])
+        wait_for(lambda: brain.stats().embedder.embedded_chunks == 1)
+        provider.failing = "slow"
+        brain.ingest_markdown(NOTES[1])
+        wait_for(lambda: provider.in_flight == 1)  # the batch is in flight
+        started = time.perf_counter()
+        with caplog.at_level(logging.WARNING):
+            brain.close()
+        assert time.perf_counter() - started < TIMEOUT + 1.0
+        assert "1 chunk(s) wait for their vector of openai:hash-64" in caplog.text
+        # the thread left waiting for its answer ends once it comes: no thread outlives the test
+        wait_for(lambda: not [t for t in threading.enumerate() if t.name == "nexusbrain-embedder"])

@@ -6,6 +6,7 @@ recorded instead of slept."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from nexusbrain.errors import ConfigError, ModelUnavailable
 from nexusbrain.rerankers.cosine import CosineReranker
 from nexusbrain.rerankers.http import HttpReranker
 
-from .providers import Misbehaving, serve
+from .providers import Misbehaving, serve, wait_for
 
 TEXTS = [f"note {i} about the deploy key and the vault {'word ' * i}" for i in range(23)]
 
@@ -92,6 +93,40 @@ def test_failures_worth_another_try_are_tried_again_with_backoff() -> None:
         assert failed.value.message == (
             f"the embedding server at {server.url} failed: 500 (told to answer 500)"
         )
+
+
+def test_an_interrupt_ends_the_pause_before_a_retry_and_any_later_retry() -> None:
+    """The pause before a retry is a real one here (no recorder): `interrupt` ends it, the
+    failure is raised at once, and later failures are not tried again."""
+    with Misbehaving() as server:
+        server.failing = "drop"
+        remote = RemoteEmbedder(ModelServer(server.url, "embedding server"), "hash-64")
+        failures: list[str] = []
+
+        def write() -> None:
+            try:
+                remote.encode(["x"])
+            except ModelUnavailable as exc:
+                failures.append(exc.message)
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        wait_for(lambda: len(server.requests) == 2)  # in the second pause (1 s), or its try
+        started = time.perf_counter()
+        remote.interrupt()
+        thread.join(5)
+        assert not thread.is_alive() and time.perf_counter() - started < 0.5
+        assert failures == [
+            f"the embedding server at {server.url} cannot be reached: it closed the connection"
+            " before answering"
+        ]
+        assert len(server.requests) <= 3
+        tried = len(server.requests)
+        with pytest.raises(ModelUnavailable):
+            remote.encode(["y"])
+        assert len(server.requests) == tried + 1  # one try, no retry
+        server.failing = None
+        assert remote.encode(["z"]).shape == (1, 64)  # a server that answers still does
 
 
 def test_batches_go_a_few_at_a_time_and_come_back_in_order() -> None:

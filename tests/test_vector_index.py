@@ -19,7 +19,7 @@ from nexusbrain.records import MarkdownNote, Scored
 from nexusbrain.storage.sqlite import index_cache_path
 from nexusbrain.storage.sqlite.store import SQLiteStore
 from nexusbrain.storage.vector_index import IndexConfig, VectorIndex, _smallest
-from nexusbrain.storage.vector_rows import Rows, Space, single
+from nexusbrain.storage.vector_rows import Buffers, Rows, Space, single
 
 EMBEDDER = load_embedder(Profile.HASHING)
 assert EMBEDDER is not None
@@ -209,6 +209,45 @@ def test_the_nearest_codes_are_the_k_smallest_distances_ties_by_lower_id(
     chosen = _smallest(distance, ids, k)
     expected = sorted(range(len(distances)), key=lambda i: (distances[i], ids[i]))[:k]
     assert sorted(chosen.tolist()) == sorted(expected)
+
+
+def test_an_index_started_from_its_cache_file_takes_chunks_without_vectors(
+    tmp_path: Path,
+) -> None:
+    """Its rows are views of the file, mapped read-only: a chunk written without a vector for
+    the model (a lexical-only writer here; a model server that is down in a brain) adds no row
+    and writes nothing into them, and the rows that come later are copied, never written into
+    the file."""
+    path, cache = tmp_path / "b.db", tmp_path / "vectors.npz"
+    with open_brain(path) as brain:
+        fill(brain, 20)
+    index_on(path, cache=cache).refresh()
+    saved = cache.read_bytes()
+    started = index_on(path, cache=cache)
+    started.sync()
+    assert not started._rows.half.flags.writeable  # mapped from the file
+    with Brain.open(settings=Settings(db=path, embedder=Profile.NONE)) as lexical:
+        lexical.ingest_markdown("# Bare\n\nwritten without a vector", uri="n/bare.md")
+    started.sync()
+    assert len(started) == 20
+    with open_brain(path) as brain:
+        fill(brain, 1, start=20)
+        brain.admin.embed_missing()  # the bare chunk gets its vector too
+    started.sync()
+    assert len(started) == 22
+    assert cache.read_bytes() == saved
+    fresh = index_on(path)
+    query = EMBEDDER.encode(["written without a vector"])[0]
+    assert ranking(started, started.centre(query)) == ranking(fresh, fresh.centre(query))
+
+
+def test_buffers_that_cannot_be_written_have_no_room() -> None:
+    space = Space(centring=False, prior=0, reference=np.zeros(4, np.float32))
+    rows = Rows.build(np.arange(3), np.zeros(3, np.int64), np.eye(3, 4, dtype=np.float16), space, 0)
+    roomy = Buffers.grown(rows, 10)
+    assert roomy.has_room(3, 7) and not roomy.has_room(3, 8) and not roomy.has_room(2, 1)
+    roomy.half.flags.writeable = False
+    assert not roomy.has_room(3, 1)
 
 
 def cached_rows(cache: Path) -> int:

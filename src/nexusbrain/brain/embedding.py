@@ -4,10 +4,12 @@ or an import."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from nexusbrain.embeddings import Embedder
+from nexusbrain.embeddings.remote import RemoteEmbedder
 from nexusbrain.records import Progress, VectorBatch
 from nexusbrain.retrieval.background import BackgroundEmbedder
 from nexusbrain.retrieval.vectors import VectorWriter
@@ -15,6 +17,8 @@ from nexusbrain.storage.base import DocumentItems, DocumentStore
 
 if TYPE_CHECKING:
     from nexusbrain.ingest.documents import Prepared
+
+log = logging.getLogger(__name__)
 
 
 class Embedding:
@@ -110,7 +114,31 @@ class Embedding:
         """During a switch, chunks without a vector for the next model (None: no switch)."""
         return self.next.missing() if self.next is not None else None
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the threads; each finishes and stores the batch in hand. A model server's
+        batch gives up its retries (a command must not wait out a server that is down), and
+        its thread is waited for `timeout` seconds at most (a request in flight to a slow
+        server); what is left unembedded is said, for the next process to embed."""
+        remote = [
+            (thread, writer, writer.embedder)
+            for thread, writer in ((self.backfill, self.next), (self.background, self.vectors))
+            if thread is not None
+            and writer is not None
+            and isinstance(writer.embedder, RemoteEmbedder)
+        ]
+        for _, _, embedder in remote:
+            embedder.interrupt()
         for thread in (self.backfill, self.background):
             if thread is not None:
-                thread.close()
+                bounded = any(thread is t for t, _, _ in remote)
+                thread.close(timeout if bounded else None)
+        for _, writer, embedder in remote:
+            if missing := writer.missing():
+                log.warning(
+                    "%d chunk(s) wait for their vector of %s, which the embedding server at "
+                    "%s did not give before the brain closed: the next process to open the "
+                    "brain while the server answers makes them",
+                    missing,
+                    embedder.model_id,
+                    embedder.server.url,
+                )

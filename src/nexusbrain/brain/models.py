@@ -250,7 +250,7 @@ class Models:
     def close(self) -> None:
         with self._switching:  # a switch finishes its writes before the store closes
             self._closed = True
-        self.embedding.close()
+        self.embedding.close(self._settings.models.timeout)
         for model in (self.current, self.next):
             if model is not None:
                 model.index.close()

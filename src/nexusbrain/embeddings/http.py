@@ -54,13 +54,16 @@ class ModelServer:
         timeout: float = 30.0,
         retries: int = RETRIES,
         connections: int = 8,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
+        """`sleep` pauses between tries (a test's records them); by default a pause that
+        `interrupt` ends."""
         self.url = url.rstrip("/")
         self.what = what
         self.timeout = timeout
         self.retries = retries
-        self._sleep = sleep
+        self._interrupted = threading.Event()
+        self._sleep = sleep or self._interrupted.wait
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._keyed = bool(api_key)
         import httpx
@@ -74,7 +77,14 @@ class ModelServer:
         return f"ModelServer({self.url!r}, {self.what!r})"
 
     def close(self) -> None:
+        self.interrupt()
         self._client.close()
+
+    def interrupt(self) -> None:
+        """For good: no more tries after a failure, and a pause before one ends now, so that
+        whoever waits on a request (a brain that closes, waiting for its background batch)
+        waits for the try in flight at most, not for every retry of a server that is down."""
+        self._interrupted.set()
 
     def post(
         self,
@@ -124,11 +134,13 @@ class ModelServer:
             try:
                 answer = self._try(method, url, body, timeout or self.timeout)
             except _Again as again:
-                if attempt == retries:
+                if attempt == retries or self._interrupted.is_set():
                     raise again.failure from None
                 wait = again.after if again.after is not None else BACKOFF * 2**attempt
                 log.warning("%s; trying again in %.1f s", again.failure.message, wait)
                 self._sleep(min(MOST_WAIT, wait))
+                if self._interrupted.is_set():
+                    raise again.failure from None
                 continue
             with self._lock:  # it answers: searches need not wait out a cool-down
                 self._down_until = 0.0

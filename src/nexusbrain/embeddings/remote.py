@@ -85,6 +85,11 @@ class RemoteEmbedder:
         vector: Vectors = found[0]
         return vector
 
+    def interrupt(self) -> None:
+        """Give up the retries of the requests under way, and any later request's (for good:
+        the brain is closing; embeddings/http.py)."""
+        self.server.interrupt()
+
     def close(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None

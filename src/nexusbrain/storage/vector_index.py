@@ -269,7 +269,10 @@ class VectorIndex:
         return out
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, NDArray[np.float32]]:
-        """The centred unit vectors of these chunks (those in the index)."""
+        """The centred unit vectors of these chunks (those in the index). It brings the index
+        up to date first: a search whose query vector failed never called `centre`, and what
+        it says about its hits' vectors must not come from a stale or unstarted index."""
+        self.sync()
         rows = self._rows
         wanted = np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids))
         found = rows.live_positions(wanted)

@@ -24,7 +24,8 @@ _SIGN_AND_BELOW = np.int32(-0x70000001)  # 0x8FFFFFFF: the sign bit, and the bit
 
 class Buffers:
     """Row arrays with room to grow. A `Rows` is a view of their first rows, so appending
-    past its end changes nothing it can see."""
+    past its end changes nothing it can see. Arrays that cannot be written (the cache file's,
+    mapped read-only: vector_index.py) have no room: the first append copies them."""
 
     def __init__(
         self,
@@ -57,6 +58,12 @@ class Buffers:
     @property
     def capacity(self) -> int:
         return len(self.ids)
+
+    def has_room(self, used: int, more: int) -> bool:
+        """Whether `more` rows can be written after the first `used` of these arrays: they are
+        writable, no other `Rows` has written past `used`, and they are long enough."""
+        writable = all(getattr(self, name).flags.writeable for name in _BUFFERED)
+        return writable and self.used == used and used + more <= self.capacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,10 +169,12 @@ class Rows:
         half: NDArray[np.float16],
         exact_max: int,
     ) -> Rows:
-        """These rows added at the end."""
+        """These rows added at the end (none: these very rows)."""
         n, m = len(self.ids), len(ids)
+        if not m:
+            return self
         buffers = self.buffers
-        if buffers.used != n or n + m > buffers.capacity:
+        if not buffers.has_room(n, m):
             buffers = Buffers.grown(self, n + m + max(1024, (n + m) // 4))
         sq, codes = squares_and_codes(half, self.space.reference)
         end = n + m
