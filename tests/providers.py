@@ -30,8 +30,10 @@ PYTHON = sys.executable
 
 
 def environment(**extra: str) -> dict[str, str]:
+    """This process's environment without its BRAIN_ settings, on the hashing embedder and
+    with no server started in the background (cli/autoserve.py), then `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
-    return env | {"BRAIN_EMBEDDER": "hashing"} | extra
+    return env | {"BRAIN_EMBEDDER": "hashing", "BRAIN_AUTOSERVE": "0"} | extra
 
 
 @dataclass

@@ -273,6 +273,48 @@ def refused_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+def test_ingest_dir_and_import_succeed_while_the_model_server_refuses(tmp_path: Path) -> None:
+    """A bulk write while the embedding server refuses connections stores what it read,
+    exits 0 and warns that the vectors follow; nothing fails for want of a model."""
+    db, notes = tmp_path / "brain.db", tmp_path / "notes"
+    notes.mkdir()
+    for i, note in enumerate(NOTES[:3]):
+        (notes / f"note-{i}.md").write_text(f"# Note {i}\n\n{note}\n", encoding="utf-8")
+
+    def run(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PYTHON, "-m", "nexusbrain", "--db", str(db), *args],
+            env=environment(**remote(url)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    restored = tmp_path / "restored.db"
+    with Misbehaving() as provider:  # each brain records the model and its dimension
+        assert run(provider.url, "add", "the first note").returncode == 0
+        assert run(provider.url, "--db", str(restored), "add", "another note").returncode == 0
+    down = refused_url()
+    ingested = run(down, "ingest-dir", str(notes), "--json")
+    assert ingested.returncode == 0, ingested.stderr
+    assert json.loads(ingested.stdout)["added"] == 3
+    assert "its vectors follow when the model server answers" in ingested.stderr
+    exported = run(down, "export")
+    assert exported.returncode == 0, exported.stderr
+    done = subprocess.run(
+        [PYTHON, "-m", "nexusbrain", "--db", str(restored), "import", "-"],
+        input=exported.stdout,
+        env=environment(**remote(down)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "its vectors follow when the model server answers" in done.stderr
+    found = json.loads(run(down, "search", "rotates its deploy key", "--json").stdout)
+    assert found["hits"]  # stored; BM25 alone ranked them
+
+
 def test_a_command_does_not_wait_out_the_retries_of_a_server_that_refuses(
     tmp_path: Path,
 ) -> None:

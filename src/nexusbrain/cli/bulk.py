@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -18,7 +18,11 @@ import orjson
 from nexusbrain.cli import render
 from nexusbrain.cli.answers import brain_of
 from nexusbrain.cli.commands import emit, json_option
+from nexusbrain.errors import ModelUnavailable
 from nexusbrain.records import Progress
+
+if TYPE_CHECKING:
+    from nexusbrain.brain import Brain
 
 
 @click.command("ingest-dir")
@@ -51,7 +55,7 @@ def ingest_dir(
     brain = brain_of(ctx, create=True)
     with render.Bars(not as_json) as bars:
         report = brain.ingest_dir(folder, domain=domain, progress=bars)
-        brain.admin.embed_missing(bars)
+        _embed_missing(brain, bars)
     brain.admin.refresh_index()
     if as_json:
         emit(views.directory_report(report))
@@ -63,6 +67,20 @@ def ingest_dir(
         click.echo(f"watching {report.root} (Ctrl-C to stop)", err=True)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C while a sync is printed
             brain.watch_dir(folder, domain=domain, on_sync=render.file_changes)
+
+
+def _embed_missing(brain: Brain, progress: Progress) -> None:
+    """Embed what has no vector yet, before the command ends. A model server that is down
+    fails no write: what is stored stays, and its vectors follow when the server answers
+    (the next command, or a running server, embeds them)."""
+    try:
+        brain.admin.embed_missing(progress)
+    except ModelUnavailable as exc:
+        click.echo(
+            f"warning: {exc.message}; what was written is stored, and its vectors follow"
+            " when the model server answers",
+            err=True,
+        )
 
 
 @click.command("export")
@@ -156,7 +174,7 @@ def import_(ctx: click.Context, source: Any, as_json: bool) -> None:
     with render.Bars(not as_json) as bars:
         lines = parse_lines(_read(source, bars))
         result = views.import_result(brain.admin.import_records(lines, bars))
-        brain.admin.embed_missing(bars)  # a slow profile's vectors too, before the command ends
+        _embed_missing(brain, bars)  # a slow profile's vectors too, before the command ends
     if as_json:
         emit(result)
     else:
