@@ -198,6 +198,10 @@ def serve_seeded(tmp: Path, token: str | None) -> Iterator[LiveServer]:
         for title, uri, content in NOTES:
             brain.ingest_markdown(content, title=title, uri=uri)
         brain.add_memory("the okapi grazes by the deploy shed", tags=["zoo"])
+        notes = tmp / "notes"  # the source the schema's example names
+        notes.mkdir()
+        (notes / "shed.md").write_text("# Shed\n\nThe deploy shed opens at six.", encoding="utf-8")
+        brain.sources.add(notes, name="notes")
         yield from _serve(brain, ServerSettings(port=free_port(), token=token))
 
 
@@ -239,9 +243,11 @@ def test_every_operation_answers_as_declared_at_length(
 
 # Requests the document allows and the server refuses, each for a rule beyond JSON Schema
 # (NOT_RUN's first entry): `from` or `to` on /graph/relations, invalid_at after valid_at,
-# one content per uri in a batch, and integers within 64 bits in free-form fields (metadata, a
-# turn's extras), which JSON Schema cannot tell from numbers.
+# one content per uri in a batch, integers within 64 bits in free-form fields (metadata, a
+# turn's extras), which JSON Schema cannot tell from numbers, and /v1/embeddings' dimensions,
+# which must be the served model's own (one schema serves every model).
 BEYOND_SCHEMA = {
+    "POST /v1/embeddings",
     "POST /import",  # its body is NDJSON, which a JSON Schema of a string cannot describe
     "GET /graph/relations",
     "POST /ingest",

@@ -25,7 +25,9 @@ GROUP = """Named folders kept in sync: each one's files are ingested, re-read wh
       nexusbrain sources remove notes
     """
 
-NAME = Arg("name", required=True, min_length=1, help="the source's name", cli=Positional())
+NAME = Arg(
+    "name", required=True, min_length=1, example="notes", help="the source's name", cli=Positional()
+)
 
 
 def sources_list(brain: Brain) -> View:
