@@ -160,8 +160,9 @@ def test_stdio_remember_then_search_recall_and_read(tmp_path: Path) -> None:
         assert kept and recall["left_out"] > 0
         assert recall["tokens_used"] == sum(count_tokens(h["text"]) for h in kept) <= budget
         text = text_of(await client.call_tool("recall", {"query": "staging database"}))
-        first = found["hits"][0]
-        assert f"[1] {first['uri']}:1 (revision {first['revision'][:12]})" in text
+        first = found["hits"][0]  # a memory is cited as `get_document` takes it, and its tags
+        cited = f"[1] memory {stored[0]['id']}, tagged ops (revision {first['revision'][:12]})"
+        assert cited in text
         assert MEMORIES[0] in text
 
         doc = await client.read_resource(f"nexusbrain://doc/{stored[0]['id']}")

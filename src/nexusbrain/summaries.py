@@ -67,7 +67,16 @@ def _citation(n: int, hit: Mapping[str, Any]) -> str:
     day = hit["trace"].get("day")
     said = f" (said on {day}, as asked)" if day else ""
     cut = " (cut to fit the budget)" if hit["truncated"] else ""
-    return f"[{n}] {place(hit)} (revision {hit['revision'][:12]}){heading}{said}{cut}"
+    return f"[{n}] {origin(hit)} (revision {hit['revision'][:12]}){heading}{said}{cut}"
+
+
+def origin(hit: Mapping[str, Any]) -> str:
+    """Where a hit comes from, for a person or an agent: uri:lines (`place`), or for a memory,
+    whose uri is a hash, its document id (which `get` and `get_document` take) and its tags."""
+    if hit["kind"] != "memory":
+        return place(hit)
+    tags = hit.get("tags") or ()
+    return f"memory {hit['document_id']}" + (f", tagged {', '.join(tags)}" if tags else "")
 
 
 def place(item: Mapping[str, Any]) -> str:

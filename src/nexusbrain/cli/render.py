@@ -16,9 +16,9 @@ import click
 from nexusbrain.errors import InvalidInput
 from nexusbrain.summaries import (
     also_in,
+    origin,
     pages_of_lines,
     pages_text,
-    place,
     recall_summary,
     relationship_line,
 )
@@ -118,15 +118,6 @@ def _snippet(text: str, width: int = 200) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _source(hit: View) -> str:
-    """Where a hit comes from, for people: uri:lines, or for a memory (whose uri is a hash)
-    its document id, which `get` takes, and its tags."""
-    if hit["kind"] != "memory":
-        return place(hit)
-    tags = hit.get("tags") or ()
-    return f"memory {hit['document_id']}" + (f", tagged {', '.join(tags)}" if tags else "")
-
-
 def hits(
     found: Sequence[View],
     *,
@@ -151,7 +142,7 @@ def hits(
         )
     for hit in found:
         heading = " > ".join(hit["heading_path"])
-        click.echo(f"{hit['rank']:>3}. {_source(hit)}" + (f"  [{heading}]" if heading else ""))
+        click.echo(f"{hit['rank']:>3}. {origin(hit)}" + (f"  [{heading}]" if heading else ""))
         click.echo(f"     {_ranked_in(hit['trace'], lists or {})}")
         click.echo(f"     {_snippet(hit['text'])}")
         if hit["also_in"]:
@@ -217,7 +208,7 @@ def recall(result: View) -> None:
         click.echo(result["match"])
     for hit in result["hits"]:
         cut = ", cut to fit" if hit["truncated"] else ""
-        click.echo(f"\n[{hit['rank']}] {_source(hit)} (revision {hit['revision'][:12]}{cut})")
+        click.echo(f"\n[{hit['rank']}] {origin(hit)} (revision {hit['revision'][:12]}{cut})")
         if hit["also_in"]:
             click.echo(f"({also_in(hit)})")
         click.echo(hit["text"])
