@@ -2,7 +2,7 @@
 interleaved in one session, over one brain at a bench scale.
 
     python scripts/measure_concurrency.py --db brain.db [--documents 20000] [--rounds 2] \
-        [--searches 200] [--concurrency 8] [--workers 1] [--build] \
+        [--searches 200] [--concurrency 8] [--workers 1] [--build] [--ingest 2000] \
         [--tree /path/to/checkout/src[=brain.db] ...]
 
 `nexusbrain bench` builds its brains afresh on every run; this builds the bench's corpus of
@@ -15,8 +15,11 @@ whose schemas differ (an older tree cannot open a brain a newer one migrated).
 
 Each round serves each tree in turn (one server at a time, so that they do not share the
 cores), warms it with one pass of the queries from --concurrency clients, then times one
-pass from one client and one from --concurrency clients. The report gives each tree's
-median over the rounds.
+pass from one client and one from --concurrency clients, sampling the server's RSS (its
+workers' summed, as the bench does) throughout, and reads its PSS (shared pages counted once)
+at the end. With --ingest N, each round also feeds each tree's server the corpus's first N
+documents through HTTP, as the bench does, into a fresh SQLite brain. The report gives each
+tree's median over the rounds.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import tempfile
 from pathlib import Path
 
 from nexusbrain.bench.corpus import Corpus, CorpusSpec
-from nexusbrain.bench.load import Call, LoadResult, run_calls, wait_for_answer
+from nexusbrain.bench.load import Call, LoadResult, RssSampler, run_calls, wait_for_answer
+from nexusbrain.bench.runner import INGEST_CLIENTS, _ingest_calls
 from nexusbrain.bench.server import ChildServer, child_env, run_cli
 from nexusbrain.envelopes import DEFAULT_ENVELOPE
 from nexusbrain.latency import summarise
@@ -43,6 +47,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers")
     parser.add_argument("--build", action="store_true", help="(re)build a postgresql:// brain")
+    parser.add_argument("--ingest", type=int, default=0, help="documents through HTTP a round")
     parser.add_argument(
         "--tree", action="append", default=[], help="a src folder to serve (SRC or SRC=DB)"
     )
@@ -52,15 +57,20 @@ def main() -> None:
     calls = [Call("GET", "/search", params={"q": q, "k": 10, "mode": "balanced"}) for q in queries]
     with tempfile.TemporaryDirectory(prefix="nexusbrain-concurrency-") as scratch:
         brains = dict(_tree_and_brain(spec, args.db) for spec in args.tree or [""])
+        folder = Path(scratch) / "corpus"
         for tree, db in brains.items():
             if (args.build and db == args.db) or ("://" not in db and not Path(db).exists()):
-                folder = Path(scratch) / "corpus"
                 _build_brain(db, tree, corpus, args.documents, folder, args.build)
+        if args.ingest and not folder.exists():
+            corpus.write(folder, args.ingest)
         figures: dict[str, list[dict[str, float]]] = {tree: [] for tree in brains}
         for round_ in range(args.rounds):  # the trees interleaved, round by round
             for n, (tree, rows) in enumerate(figures.items()):
                 log = Path(scratch) / f"server-{round_}-{n}.log"
                 rows.append(_measure(args, tree, brains[tree], calls, log))
+                if args.ingest:
+                    fresh = Path(scratch) / f"ingest-{round_}-{n}.db"
+                    rows[-1]["ingest"] = _ingest(args, tree, fresh, folder, log)
                 print(f"round {round_ + 1} {tree or 'installed'}: {_line(rows[-1])}", flush=True)
     print(f"median of {args.rounds} rounds, {args.concurrency} clients, --workers {args.workers}:")
     for tree, rows in figures.items():
@@ -98,10 +108,28 @@ def _measure(
     with ChildServer(db, _tree_env(tree), log, args.workers) as server:
         wait_for_answer(server.url, calls[0], 300, server.alive)
         run_calls(server.url, calls, clients=args.concurrency)  # warm every worker
-        one = run_calls(server.url, calls)
-        many = run_calls(server.url, calls, clients=args.concurrency)
+        with RssSampler(server.rss) as rss:
+            one = run_calls(server.url, calls)
+            many = run_calls(server.url, calls, clients=args.concurrency)
+        pss = _pss(server)
         server.check_alive()
-    return _row(one, many)
+    return _row(one, many) | {"rss": rss.peak / 2**20, "pss": pss / 2**20}
+
+
+def _pss(server: ChildServer) -> int:
+    """The server's proportional set size: its workers' too, a page they share counted once."""
+    assert server._ps is not None
+    return sum(int(p.memory_full_info().pss) for p in [server._ps, *server._ps.children()])
+
+
+def _ingest(args: argparse.Namespace, tree: str, db: Path, folder: Path, log: Path) -> float:
+    """Chunks a second of HTTP ingest of the corpus's first --ingest documents, as the bench's."""
+    with ChildServer(db, _tree_env(tree), log, args.workers) as server:
+        wait_for_answer(server.url, Call("GET", "/health"), 120, server.alive)
+        calls = _ingest_calls(folder, args.ingest)
+        result = run_calls(server.url, calls, clients=INGEST_CLIENTS, keep_bodies=True)
+        server.check_alive()
+    return sum(int(body["chunks"]) for body in result.bodies) / result.wall_seconds
 
 
 def _row(one: LoadResult, many: LoadResult) -> dict[str, float]:
@@ -119,7 +147,8 @@ def _line(row: dict[str, float]) -> str:
     return (
         f"1 client {row['1_rps']:.1f} req/s (p50 {row['1_p50']:.1f}, p95 {row['1_p95']:.1f} ms); "
         f"N clients {row['n_rps']:.1f} req/s (p50 {row['n_p50']:.1f}, p95 {row['n_p95']:.1f} ms); "
-        f"N/1 {row['ratio']:.2f}"
+        f"N/1 {row['ratio']:.2f}; peak RSS {row['rss']:.0f} MB, PSS {row['pss']:.0f} MB"
+        + (f"; HTTP ingest {row['ingest']:,.0f} chunks/s" if "ingest" in row else "")
     )
 
 

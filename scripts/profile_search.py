@@ -4,11 +4,14 @@ statements sent to PostgreSQL (a pipeline's statements count one each) and, with
 cProfile's top functions.
 
 Usage:
-  python scripts/profile_search.py BRAIN --queries queries.json [--prof] [--stages]
+  python scripts/profile_search.py BRAIN --queries queries.json [--prof] [--stages] [--warm]
 
 --stages runs each search's BM25 on the calling thread (not the worker thread it shares with
 the dense side) and prints the wall time per search of each stage of the pipeline: where a
 backend's round trips go, stage by stage (--prof's cProfile counts only the calling thread).
+
+--warm searches every query once before the timed pass, as the bench warms a server: the
+timed pass then finds every token's postings cached, as the bench's timed series do.
 
 BRAIN is a SQLite file or a postgresql:// URL; queries.json is a JSON list of strings (for
 the bench corpus: `Corpus().queries(200, 5000)` of nexusbrain.bench.corpus).
@@ -83,6 +86,7 @@ def main() -> None:
     parser.add_argument("--queries", required=True)
     parser.add_argument("--prof", action="store_true")
     parser.add_argument("--stages", action="store_true", help="wall time of each stage")
+    parser.add_argument("--warm", action="store_true", help="search every query once first")
     args = parser.parse_args()
     if args.stages:
         _time_stages()
@@ -93,6 +97,8 @@ def main() -> None:
     opened = time.perf_counter()
     brain.search("warm up the index")
     print(f"open {opened - started:.2f} s, first search {time.perf_counter() - opened:.2f} s")
+    for query in queries if args.warm else []:
+        brain.search(query, k=10)
     sent.clear()
     stages.clear()
     profile = cProfile.Profile() if args.prof else None
