@@ -15,7 +15,8 @@ whose schemas differ (an older tree cannot open a brain a newer one migrated).
 
 Each round serves each tree in turn (one server at a time, so that they do not share the
 cores), warms it with one pass of the queries from --concurrency clients, then times one
-pass from one client and one from --concurrency clients, sampling the server's RSS (its
+pass from one client and one from --concurrency clients, counting the server's CPU time
+a search (its workers' too) and sampling the server's RSS (its
 workers' summed, as the bench does) throughout, and reads its PSS (shared pages counted once)
 at the end. With --ingest N, each round also feeds each tree's server the corpus's first N
 documents through HTTP, as the bench does, into a fresh SQLite brain. The report gives each
@@ -108,12 +109,21 @@ def _measure(
     with ChildServer(db, _tree_env(tree), log, args.workers) as server:
         wait_for_answer(server.url, calls[0], 300, server.alive)
         run_calls(server.url, calls, clients=args.concurrency)  # warm every worker
+        before = _cpu(server)
         with RssSampler(server.rss) as rss:
             one = run_calls(server.url, calls)
             many = run_calls(server.url, calls, clients=args.concurrency)
+        cpu = (_cpu(server) - before) / (2 * len(calls)) * 1e3
         pss = _pss(server)
         server.check_alive()
-    return _row(one, many) | {"rss": rss.peak / 2**20, "pss": pss / 2**20}
+    return _row(one, many) | {"rss": rss.peak / 2**20, "pss": pss / 2**20, "cpu": cpu}
+
+
+def _cpu(server: ChildServer) -> float:
+    """The CPU seconds the server's processes have used: a search's cost, which other jobs
+    on the machine lengthen less than they do its wall time."""
+    assert server._ps is not None
+    return sum(sum(p.cpu_times()[:2]) for p in [server._ps, *server._ps.children()])
 
 
 def _pss(server: ChildServer) -> int:
@@ -147,7 +157,8 @@ def _line(row: dict[str, float]) -> str:
     return (
         f"1 client {row['1_rps']:.1f} req/s (p50 {row['1_p50']:.1f}, p95 {row['1_p95']:.1f} ms); "
         f"N clients {row['n_rps']:.1f} req/s (p50 {row['n_p50']:.1f}, p95 {row['n_p95']:.1f} ms); "
-        f"N/1 {row['ratio']:.2f}; peak RSS {row['rss']:.0f} MB, PSS {row['pss']:.0f} MB"
+        f"N/1 {row['ratio']:.2f}; server CPU {row['cpu']:.2f} ms a search; "
+        f"peak RSS {row['rss']:.0f} MB, PSS {row['pss']:.0f} MB"
         + (f"; HTTP ingest {row['ingest']:,.0f} chunks/s" if "ingest" in row else "")
     )
 
