@@ -23,7 +23,7 @@ from nexusbrain.errors import ConfigError
 from nexusbrain.records import ChunkDraft, DocumentDraft, DocumentKind, Scored, SearchFilters
 from nexusbrain.retrieval.terms import query_terms
 from nexusbrain.storage.analyzer import analyzed, tokens
-from nexusbrain.storage.bm25 import distinct
+from nexusbrain.storage.bm25 import _DENSE_FROM, Shares, _summed, distinct
 from nexusbrain.storage.sqlite.lexical import SQLiteLexicalIndex, record_sums, varints
 from nexusbrain.storage.sqlite.migrations import MIGRATIONS
 from nexusbrain.storage.sqlite.store import SQLiteStore
@@ -280,3 +280,36 @@ def test_distinct_is_numpy_s_unique(values: list[int]) -> None:
     array = np.array(values, dtype=np.int64)
     got = distinct(array)
     assert got.dtype == np.int64 and got.tolist() == np.unique(array).tolist()
+
+
+@given(
+    st.lists(
+        st.dictionaries(
+            st.integers(min_value=0, max_value=300),
+            st.floats(min_value=0.0, max_value=50.0, allow_nan=False),
+            max_size=40,
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_summed_adds_each_row_s_shares_in_query_order_either_way(
+    tokens: list[dict[int, float]],
+) -> None:
+    """A query's postings summed over an array of every row (many postings) or by sorting
+    them (few): each row's shares added from 0.0 in query order, the same bits both ways."""
+    lists: list[Shares] = [
+        (np.array(sorted(t), np.int32), np.array([t[r] for r in sorted(t)], np.float64))
+        for t in tokens
+    ]
+    expected: dict[int, float] = {}
+    for token in tokens:
+        for row, share in token.items():
+            expected[row] = expected.get(row, 0.0) + share
+    total = sum(len(t) for t in tokens)
+    # both past every row: the array when the postings are a 32nd of it, then sorted always
+    for size in (301, total * _DENSE_FROM + 301):
+        rows, scores = _summed(lists, size)
+        assert rows.dtype == np.int64 and scores.dtype == np.float64
+        assert rows.tolist() == sorted(expected)
+        assert scores.tolist() == [expected[r] for r in sorted(expected)]

@@ -38,6 +38,9 @@ Floats = NDArray[np.float64]
 Shares = tuple[NDArray[np.int32] | Ids, Floats]
 _ID_BATCH = 900
 _INT32 = 2**31
+# A query's postings are summed over an array of every row once they number more than
+# one in this many rows (_summed); fewer are sorted.
+_DENSE_FROM = 32
 
 
 def idf(n_rows: int, holding: int) -> float:
@@ -176,7 +179,7 @@ class PostingScorer:
                 rarest = idf(query.n_rows, 0)
                 if not lists:
                     return LexicalHits([], weights, rarest)
-                rows, scores = _summed(lists)
+                rows, scores = _summed(lists, len(query.rows.sizes))
                 if not filters.is_empty():
                     keep = np.isin(rows, read.matching(filters))
                     rows, scores = rows[keep], scores[keep]
@@ -299,14 +302,28 @@ def distinct(values: Ids) -> Ids:
     return ordered[keep]
 
 
-def _summed(lists: list[Shares]) -> tuple[Ids, Floats]:
+def _summed(lists: list[Shares], size: int) -> tuple[Ids, Floats]:
     """Every row holding a token, ascending, with its score: the tokens' shares added in
-    query order."""
-    rows = np.concatenate([r for r, _ in lists])
-    weights = np.concatenate([s for _, s in lists])
-    held, inverse = np.unique(rows, return_inverse=True)
-    scores = np.bincount(inverse, weights=weights, minlength=len(held)).astype(np.float64)
-    return held.astype(np.int64, copy=False), scores
+    query order, from 0.0. `size` is past every row (the rows' table's length).
+
+    Many postings are added into an array over every row: one pass over each list, where
+    sorting their concatenation (np.unique) costs more with every posting. A token's rows
+    are distinct, so each list adds once to a row, and a row's shares are added in the same
+    order either way: the same scores to the bit."""
+    total = sum(len(rows) for rows, _ in lists)
+    if total * _DENSE_FROM < size:
+        rows = np.concatenate([r for r, _ in lists])
+        weights = np.concatenate([s for _, s in lists])
+        held, inverse = np.unique(rows, return_inverse=True)
+        scores = np.bincount(inverse, weights=weights, minlength=len(held)).astype(np.float64)
+        return held.astype(np.int64, copy=False), scores
+    summed = np.zeros(size, np.float64)
+    seen = np.zeros(size, np.bool_)
+    for rows, share in lists:
+        summed[rows] += share
+        seen[rows] = True
+    found = np.flatnonzero(seen)
+    return found, summed[found]
 
 
 def _document_scores(known: _Rows, lists: list[Shares], wanted: Ids) -> dict[int, float]:
@@ -321,7 +338,7 @@ def _document_scores(known: _Rows, lists: list[Shares], wanted: Ids) -> dict[int
         if keep.any()
     ]
     if held:
-        rows, scores = _summed(held)
+        rows, scores = _summed(held, len(known.sizes))
         order = np.lexsort((rows, -scores))
         of_row = known.documents[rows[order]]
         _, first = np.unique(of_row, return_index=True)
