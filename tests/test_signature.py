@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nexusbrain.storage.signature import distance, signature
+from nexusbrain.storage.signature import SHINGLE, distance, signature
 
 DEPLOY = (
     "The deploy failed because the signing key had expired. Rotate the key in the vault, "
@@ -70,3 +71,49 @@ def test_no_two_abstracts_of_scifact_are_near() -> None:
     words = texts[0].split()
     dropped = " ".join(words[:20] + words[21:])  # one word fewer
     assert distance(signature(texts[0]), signature(dropped)) <= 3
+
+
+_MASK = 2**64 - 1
+
+
+def _mixed(value: int) -> int:
+    value ^= value >> 30
+    value = value * 0xBF58476D1CE4E5B9 & _MASK
+    value ^= value >> 27
+    value = value * 0x94D049BB133111EB & _MASK
+    return value ^ (value >> 31)
+
+
+def _reference(text: str) -> int:
+    """The module docstring's recipe in plain Python, a word and a bit at a time."""
+    words = [w for w in re.split(rb"[\t\n\v\f\r ]+", text.casefold().encode("utf-8")) if w]
+    if not words:
+        return 0
+    hashes = [
+        _mixed(
+            sum((b + 1) * pow(0x100000001B3, min(i, 63) + 1, 2**64) for i, b in enumerate(w))
+            & _MASK
+        )
+        for w in words
+    ]
+    hashes += [0] * (SHINGLE - len(hashes))
+    odd = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9)
+    shingles = []
+    for start in range(len(hashes) - SHINGLE + 1):
+        combined = 0
+        for offset in range(SHINGLE):
+            combined ^= hashes[start + offset] * odd[offset] & _MASK
+        shingles.append(_mixed(combined))
+    value = sum(
+        1 << bit for bit in range(64) if 2 * sum(s >> bit & 1 for s in shingles) > len(shingles)
+    )
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+@given(st.text(alphabet=st.sampled_from("ab Zé\t\n\x0b\x0c\r\xa0ß✓ "), max_size=120) | st.text())
+def test_the_signature_is_the_recipe_in_plain_python(text: str) -> None:
+    assert signature(text) == _reference(text)
+
+
+def test_the_recipe_gives_the_fixed_value() -> None:
+    assert _reference(DEPLOY) == 3_128_356_910_122_836_215

@@ -19,7 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 SHINGLE = 3  # words a shingle
-_SPACE = np.array([9, 10, 11, 12, 13, 32], dtype=np.uint8)
+_IN_WORD = np.ones(256, dtype=np.bool_)  # by byte: not ASCII whitespace
+_IN_WORD[[9, 10, 11, 12, 13, 32]] = False
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _ODD = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9], dtype=np.uint64)
@@ -36,8 +37,9 @@ def signature(text: str) -> int:
     if len(hashes) < SHINGLE:
         hashes = np.pad(hashes, (0, SHINGLE - len(hashes)))
     shingles = _mix(_windows(hashes))
-    bits = (shingles[:, None] & _BITS) != 0
-    votes = bits.sum(axis=0, dtype=np.int64) * 2 - len(shingles)
+    # each shingle's 64 bits, bit i in column i (the little-endian bytes, each from its low bit)
+    bits = np.unpackbits(shingles.astype("<u8", copy=False).view(np.uint8), bitorder="little")
+    votes = bits.reshape(len(shingles), 64).sum(axis=0, dtype=np.int64) * 2 - len(shingles)
     value = int((_BITS[votes > 0]).sum(dtype=np.uint64))
     return value - (1 << 64) if value >= 1 << 63 else value
 
@@ -46,18 +48,21 @@ def _word_hashes(text: str) -> NDArray[np.uint64]:
     """A hash of each word (a run of bytes between ASCII whitespace, case-folded), in order:
     a polynomial over its UTF-8 bytes, summed per word in one numpy pass."""
     data = np.frombuffer(text.casefold().encode("utf-8"), dtype=np.uint8)
-    inside = ~np.isin(data, _SPACE)
-    if not inside.any():
-        return np.zeros(0, dtype=np.uint64)
-    first = inside & ~np.concatenate(([False], inside[:-1]))
-    starts = np.flatnonzero(first)
+    inside = _IN_WORD[data]
     kept = np.flatnonzero(inside)
+    if not len(kept):
+        return np.zeros(0, dtype=np.uint64)
+    first = inside.copy()
+    first[1:] &= ~inside[:-1]
+    starts = np.flatnonzero(first)
     word = np.cumsum(first)[kept] - 1
     offset = np.minimum(kept - starts[word], len(_POWERS) - 1)
     with np.errstate(over="ignore"):
         terms = (data[kept].astype(np.uint64) + np.uint64(1)) * _POWERS[offset]
-        sums = np.add.reduceat(terms, np.flatnonzero(np.diff(word, prepend=-1)))
-    return _mix(sums.astype(np.uint64))
+        # each word's first byte among the kept bytes: words are runs, so it is where its
+        # number first appears in `word`
+        sums = np.add.reduceat(terms, np.searchsorted(word, np.arange(len(starts))))
+    return _mix(sums)
 
 
 def distance(a: int, b: int) -> int:
