@@ -19,8 +19,8 @@ pass from one client and one from --concurrency clients, counting the server's C
 a search (its workers' too) and sampling the server's RSS (its
 workers' summed, as the bench does) throughout, and reads its PSS (shared pages counted once)
 at the end. With --ingest N, each round also feeds each tree's server the corpus's first N
-documents through HTTP, as the bench does, into a fresh SQLite brain. The report gives each
-tree's median over the rounds.
+documents through HTTP, as the bench does, into a fresh SQLite brain (chunks a second and the
+server's CPU seconds). The report gives each tree's median over the rounds.
 """
 
 from __future__ import annotations
@@ -71,7 +71,9 @@ def main() -> None:
                 rows.append(_measure(args, tree, brains[tree], calls, log))
                 if args.ingest:
                     fresh = Path(scratch) / f"ingest-{round_}-{n}.db"
-                    rows[-1]["ingest"] = _ingest(args, tree, fresh, folder, log)
+                    rows[-1]["ingest"], rows[-1]["ingest_cpu"] = _ingest(
+                        args, tree, fresh, folder, log
+                    )
                 print(f"round {round_ + 1} {tree or 'installed'}: {_line(rows[-1])}", flush=True)
     print(f"median of {args.rounds} rounds, {args.concurrency} clients, --workers {args.workers}:")
     for tree, rows in figures.items():
@@ -132,14 +134,19 @@ def _pss(server: ChildServer) -> int:
     return sum(int(p.memory_full_info().pss) for p in [server._ps, *server._ps.children()])
 
 
-def _ingest(args: argparse.Namespace, tree: str, db: Path, folder: Path, log: Path) -> float:
-    """Chunks a second of HTTP ingest of the corpus's first --ingest documents, as the bench's."""
+def _ingest(
+    args: argparse.Namespace, tree: str, db: Path, folder: Path, log: Path
+) -> tuple[float, float]:
+    """HTTP ingest of the corpus's first --ingest documents, as the bench's: (chunks a second,
+    the server's CPU seconds)."""
     with ChildServer(db, _tree_env(tree), log, args.workers) as server:
         wait_for_answer(server.url, Call("GET", "/health"), 120, server.alive)
+        before = _cpu(server)
         calls = _ingest_calls(folder, args.ingest)
         result = run_calls(server.url, calls, clients=INGEST_CLIENTS, keep_bodies=True)
+        cpu = _cpu(server) - before
         server.check_alive()
-    return sum(int(body["chunks"]) for body in result.bodies) / result.wall_seconds
+    return sum(int(body["chunks"]) for body in result.bodies) / result.wall_seconds, cpu
 
 
 def _row(one: LoadResult, many: LoadResult) -> dict[str, float]:
@@ -159,7 +166,11 @@ def _line(row: dict[str, float]) -> str:
         f"N clients {row['n_rps']:.1f} req/s (p50 {row['n_p50']:.1f}, p95 {row['n_p95']:.1f} ms); "
         f"N/1 {row['ratio']:.2f}; server CPU {row['cpu']:.2f} ms a search; "
         f"peak RSS {row['rss']:.0f} MB, PSS {row['pss']:.0f} MB"
-        + (f"; HTTP ingest {row['ingest']:,.0f} chunks/s" if "ingest" in row else "")
+        + (
+            f"; HTTP ingest {row['ingest']:,.0f} chunks/s, server CPU {row['ingest_cpu']:.1f} s"
+            if "ingest" in row
+            else ""
+        )
     )
 
 
