@@ -31,6 +31,12 @@ with np.errstate(over="ignore"):
 
 def signature(text: str) -> int:
     """The text's signature, as a signed 64-bit integer (as SQLite and PostgreSQL store it)."""
+    with np.errstate(over="ignore"):  # the hashes wrap around 2**64 by design
+        value = _unsigned(text)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _unsigned(text: str) -> int:
     hashes = _word_hashes(text)
     if len(hashes) == 0:
         return 0
@@ -40,8 +46,7 @@ def signature(text: str) -> int:
     # each shingle's 64 bits, bit i in column i (the little-endian bytes, each from its low bit)
     bits = np.unpackbits(shingles.astype("<u8", copy=False).view(np.uint8), bitorder="little")
     votes = bits.reshape(len(shingles), 64).sum(axis=0, dtype=np.int64) * 2 - len(shingles)
-    value = int((_BITS[votes > 0]).sum(dtype=np.uint64))
-    return value - (1 << 64) if value >= 1 << 63 else value
+    return int((_BITS[votes > 0]).sum(dtype=np.uint64))
 
 
 def _word_hashes(text: str) -> NDArray[np.uint64]:
@@ -57,11 +62,10 @@ def _word_hashes(text: str) -> NDArray[np.uint64]:
     starts = np.flatnonzero(first)
     word = np.cumsum(first)[kept] - 1
     offset = np.minimum(kept - starts[word], len(_POWERS) - 1)
-    with np.errstate(over="ignore"):
-        terms = (data[kept].astype(np.uint64) + np.uint64(1)) * _POWERS[offset]
-        # each word's first byte among the kept bytes: words are runs, so it is where its
-        # number first appears in `word`
-        sums = np.add.reduceat(terms, np.searchsorted(word, np.arange(len(starts))))
+    terms = (data[kept].astype(np.uint64) + np.uint64(1)) * _POWERS[offset]
+    # each word's first byte among the kept bytes: words are runs, so it is where its number
+    # first appears in `word`
+    sums = np.add.reduceat(terms, np.searchsorted(word, np.arange(len(starts))))
     return _mix(sums)
 
 
@@ -74,17 +78,15 @@ def _windows(hashes: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """Each run of SHINGLE consecutive word hashes, combined in order."""
     count = len(hashes) - SHINGLE + 1
     out = np.zeros(count, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for offset in range(SHINGLE):
-            out ^= hashes[offset : offset + count] * _ODD[offset]
+    for offset in range(SHINGLE):
+        out ^= hashes[offset : offset + count] * _ODD[offset]
     return out
 
 
 def _mix(values: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """splitmix64's finaliser: every input bit moves about half the output bits."""
-    with np.errstate(over="ignore"):
-        values = values ^ (values >> np.uint64(30))
-        values = values * _M1
-        values = values ^ (values >> np.uint64(27))
-        values = values * _M2
-        return values ^ (values >> np.uint64(31))
+    values = values ^ (values >> np.uint64(30))
+    values = values * _M1
+    values = values ^ (values >> np.uint64(27))
+    values = values * _M2
+    return values ^ (values >> np.uint64(31))
