@@ -14,13 +14,13 @@ a brain of its own, built by that tree's code when the file does not exist yet: 
 whose schemas differ (an older tree cannot open a brain a newer one migrated).
 
 Each round serves each tree in turn (one server at a time, so that they do not share the
-cores), warms it with one pass of the queries from --concurrency clients, then times one
-pass from one client and one from --concurrency clients, counting the server's CPU time
-a search (its workers' too) and sampling the server's RSS (its
-workers' summed, as the bench does) throughout, and reads its PSS (shared pages counted once)
-at the end. With --ingest N, each round also feeds each tree's server the corpus's first N
-documents through HTTP, as the bench does, into a fresh SQLite brain (chunks a second and the
-server's CPU seconds). The report gives each tree's median over the rounds.
+cores), warms it with one pass of the queries from --concurrency clients, then times one pass
+from one client and one from --concurrency clients. Over those two passes it counts the
+server's CPU time a search and samples its RSS (its workers' too, summed as the bench does),
+and at their end it reads its PSS (pages the processes share counted once). With --ingest N,
+each round also feeds each tree's server the corpus's first N documents through HTTP, as the
+bench does, into a fresh SQLite brain (chunks a second and the server's CPU seconds). The
+report gives each tree's median over the rounds.
 """
 
 from __future__ import annotations

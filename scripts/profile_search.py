@@ -97,8 +97,9 @@ def main() -> None:
     opened = time.perf_counter()
     brain.search("warm up the index")
     print(f"open {opened - started:.2f} s, first search {time.perf_counter() - opened:.2f} s")
-    for query in queries if args.warm else []:
-        brain.search(query, k=10)
+    if args.warm:
+        for query in queries:
+            brain.search(query, k=10)
     sent.clear()
     stages.clear()
     profile = cProfile.Profile() if args.prof else None
