@@ -48,7 +48,7 @@ stages: collections.Counter[str] = collections.Counter()
 STAGES = {
     pipeline.Searcher: ("rank", "_fuse", "_unranked_scores", "_shown", "_confidence"),
     retrievers.Lexical: ("search", "scores"),
-    retrievers.Dense: ("probe", "search", "scores"),
+    retrievers.Dense: ("vector", "centred", "search", "scores"),
 }
 
 

@@ -229,6 +229,43 @@ def test_compaction_keeps_the_frequencies_of_wide_and_narrow_segments_alike(
         database_checks(conn, schema)
 
 
+def test_a_replica_takes_compaction_up_where_the_brain_s_last_round_left_it(
+    postgres: Server, opened: list[Backend]
+) -> None:
+    """A round records the segment it got to in the brain; a replica opened later starts its
+    compactor there instead of scanning every token's segments again. A full tier behind that
+    mark (as segments that committed behind a round leave one) waits for its token's next
+    segment, as it does in a replica that has run all along."""
+    from nexusbrain.storage.postgres.compaction import FANOUT
+
+    schema = fresh_schema()
+    backend = open_url(opened, postgres.url(schema))
+    backend.compactor.close()  # type: ignore[attr-defined]  # compacted by hand below
+    for n in range(FANOUT):
+        write(backend, draft(f"{n}.md", text=f"echo note{n}"), [chunk(f"echo note{n}")])
+    assert backend.compactor.compact().merged >= 1  # type: ignore[attr-defined]
+    with postgres.connect() as conn:
+        mark = conn.execute(
+            f"SELECT value::bigint FROM {schema}.brain_settings"
+            " WHERE key = 'postings_compacted_through'"
+        ).fetchone()
+        latest = conn.execute(f"SELECT last_value FROM {schema}.postings_segments").fetchone()
+        assert mark is not None and latest is not None and mark[0] == latest[0]
+        conn.execute(  # a full tier of "late" behind the mark: the notes' one-chunk segments
+            f"INSERT INTO {schema}.postings (term, segment, n, pids, tfs, wide)"
+            f" SELECT 'late', segment, n, pids, tfs, wide FROM {schema}.postings"
+            " WHERE term LIKE 'note%%'"
+        )
+    assert _segments_of(postgres, schema, "late") == FANOUT
+    again = open_url(opened, postgres.url(schema))  # another replica, opened after the round
+    again.compactor.close()  # type: ignore[attr-defined]
+    assert again.compactor.compact().merged == 0  # type: ignore[attr-defined]
+    assert _segments_of(postgres, schema, "late") == FANOUT
+    write(backend, draft("late.md", text="late"), [chunk("late")])
+    assert again.compactor.compact().merged >= 1  # type: ignore[attr-defined]
+    assert _segments_of(postgres, schema, "late") < FANOUT
+
+
 def _segments_of(postgres: Server, schema: str, term: str) -> int:
     with postgres.connect() as conn:
         row = conn.execute(f"SELECT count(*) FROM {schema}.postings WHERE term = %s", (term,))

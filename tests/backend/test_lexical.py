@@ -13,7 +13,7 @@ from nexusbrain.records import Chunk, SearchFilters
 from nexusbrain.storage.analyzer import tokens
 from nexusbrain.storage.base import Backend
 
-from .conftest import chunk, draft, write
+from .conftest import NOW, OpenBackend, chunk, draft, write
 
 K1, B = 1.2, 0.75
 WEIGHTS = (1.0, 0.5, 0.3)  # LexicalConfig's text, heading and context weights
@@ -92,6 +92,38 @@ def test_any_chunk_is_scored_as_search_would_score_it(backend: Backend, query: l
     listed = {s.chunk_id: s.score for s in backend.lexical.search(query, 3, SearchFilters()).scored}
     assert all(got[i] == score for i, score in listed.items())  # the same doubles
     assert backend.lexical.scores(query, []) == {}
+
+
+def test_a_search_s_scores_come_from_its_snapshot_and_the_next_search_sees_writes(
+    open_backend: OpenBackend,
+) -> None:
+    """After a search, scores of its words answer from the postings it cached (no second
+    snapshot): a write committed since, by another backend, shows up at the next search,
+    in its list and its scores alike."""
+    backend, other = open_backend(), open_backend()
+    chunks = _load(backend)
+    ids = [c.id for c in chunks]
+    query = ["apple", "pie"]
+    before = backend.lexical.scores(query, ids)
+    listed = backend.lexical.search(query, 10, SearchFilters()).scored
+    assert backend.lexical.scores(["stone"], ids) == pytest.approx(  # words it had not cached
+        {c.id: reference_bm25(["stone"]).get(i, 0.0) for i, c in enumerate(chunks)}
+    )
+    other.documents.retire_documents([chunks[0].document_id], NOW)
+    write(other, draft("new.md"), [chunk("apple pie apple pie")])
+    assert backend.lexical.scores(query, ids) == before  # the search's view, not a new read
+    assert {s.chunk_id: s.score for s in listed} == {i: before[i] for i in ids if before[i]}
+    assert backend.lexical.search(query, 10, SearchFilters()).scored != listed
+    fresh = [c.id for c in other.documents.chunks_of(listed_document(other, "new.md"))]
+    after = backend.lexical.scores(query, [*ids, *fresh])
+    assert after[fresh[0]] > 0  # (SQLite may give it a retired chunk's id)
+    assert all(after[i] == 0.0 for i in ids if i not in fresh)  # the retired chunks
+
+
+def listed_document(backend: Backend, uri: str) -> int:
+    found = backend.documents.find_document(uri)
+    assert found is not None
+    return found.id
 
 
 def test_a_document_is_scored_by_its_best_chunk(backend: Backend) -> None:

@@ -10,7 +10,7 @@ import pytest
 from nexusbrain.records import SearchFilters, VectorBatch
 from nexusbrain.storage.base import Backend
 
-from .conftest import NOW, chunk, draft, write
+from .conftest import NOW, OpenBackend, chunk, draft, write
 
 DIM = 4
 MODEL = "test-model"
@@ -131,6 +131,28 @@ def test_writes_show_up_at_the_next_query(backend: Backend) -> None:
     assert ids["east"] not in {s.chunk_id for s in index.search(query, 5)}
     index.refresh()
     assert len(index) == 4
+
+
+def test_an_index_at_the_change_a_search_read_reads_the_log_no_more(
+    open_backend: OpenBackend,
+) -> None:
+    """A search's BM25 read gives its change seq; the dense index, already at it, takes it as
+    up to date (one read of the change log a search), and catches up with a later one."""
+    backend, other = open_backend(), open_backend()
+    ids = _load(backend)
+    index = backend.dense_index(MODEL, DIM, centre=False)
+    index.centre(VECTORS["east"])  # started, and up to date
+    seen = backend.lexical.search(["east"], 5, SearchFilters()).seq
+    assert seen is not None
+    east = other.documents.find_document("east.md")
+    assert east is not None
+    other.documents.retire_documents([east.id], NOW)  # committed after that read
+    query = index.centre(VECTORS["east"], seen)
+    assert index.search(query, 1)[0].chunk_id == ids["east"]  # the read's view: no new read
+    later = backend.lexical.search(["east"], 5, SearchFilters()).seq
+    assert later is not None and later > seen
+    query = index.centre(VECTORS["east"], later)
+    assert ids["east"] not in {s.chunk_id for s in index.search(query, 5)}
 
 
 def test_centring_takes_similarities_around_the_mean(backend: Backend) -> None:

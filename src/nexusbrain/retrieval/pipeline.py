@@ -297,19 +297,21 @@ class Searcher:
             found = self.lexical.search(terms, depth, filters, best_per_document)
         else:
             # SQLite lets go of the GIL while it reads postings (and numpy while it scores),
-            # so BM25 runs on a worker thread while this one embeds the query and searches
-            # the vectors.
+            # so BM25 runs on a worker thread while this one embeds the query. The dense
+            # index then catches up to the change BM25's read saw: one read of the change
+            # log a search.
             lexical = self._workers().submit(
                 self.lexical.search, terms, depth, filters, best_per_document
             )
             try:
-                probes["dense"] = dense.probe(query)
+                vector = dense.vector(query)
             except ModelUnavailable as exc:  # the provider is down or slow: BM25 alone
                 notes.append(f"{exc.message}; BM25 alone ranked this search")
                 dense = None
             found = lexical.result()
             lists["bm25"] = found.scored
             if dense is not None:
+                probes["dense"] = dense.centred(vector, found.seq)
                 found_dense = dense.search(probes["dense"], depth, filters, best_per_document)
                 lists["dense"] = found_dense.scored
         lists.setdefault("bm25", found.scored)

@@ -46,11 +46,12 @@ P_contra = TypeVar("P_contra", contravariant=True)
 class Found:
     """A retriever's list, best first. A lexical list also gives each query token's weight
     (idf × (1 + ln q)) and `rarest`, the weight of a token no chunk holds: what the
-    confidence reads."""
+    confidence reads. `seq`: the chunk change a lexical list's read saw (LexicalHits.seq)."""
 
     scored: list[Scored]
     weights: Mapping[str, float] = field(default_factory=dict)
     rarest: float = 0.0
+    seq: int | None = None
 
 
 class Retriever(Protocol[P_contra]):
@@ -76,7 +77,7 @@ class Lexical:
         self, probe: Sequence[str], depth: int, filters: SearchFilters, best_per_document: bool
     ) -> Found:
         found = self.index.search(probe, depth, filters, best_per_document=best_per_document)
-        return Found(found.scored, found.weights, found.rarest)
+        return Found(found.scored, found.weights, found.rarest, found.seq)
 
     def scores(
         self, probe: Sequence[str], chunk_ids: Sequence[int], per_document: bool
@@ -100,10 +101,12 @@ class Dense:
         self._size = cache
         self._lock = Lock()
 
-    def probe(self, query: str) -> Vector:
-        """The query's centred vector: the start of every dense search (it also brings the
-        index up to date once, so the searches and scores that follow see the same rows)."""
-        return self.index.centre(self.vector(query))
+    def centred(self, vector: Vector, at: int | None = None) -> Vector:
+        """The probe: the query's vector, centred. The start of every dense search (it also
+        brings the index up to date once, so the searches and scores that follow see the same
+        rows); `at`, the change the search's BM25 read saw, spares the index a read of the
+        change log when it is there already (DenseIndex.centre)."""
+        return self.index.centre(vector, at)
 
     def vector(self, query: str) -> Vector:
         with self._lock:

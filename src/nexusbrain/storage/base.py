@@ -213,11 +213,14 @@ class DocumentStore(DocumentWrites, Protocol):
 @dataclass(frozen=True, slots=True)
 class LexicalHits:
     """A BM25 list, best first; each query token's weight in it, idf × (1 + ln q) for a
-    token said q times; and `rarest`, the idf of a token no chunk holds (the largest)."""
+    token said q times; `rarest`, the idf of a token no chunk holds (the largest); and `seq`,
+    the chunk change its read saw (None when it read nothing, or read inside a write): a
+    dense index already at that change need not read the change log again for the search."""
 
     scored: list[Scored]
     weights: Mapping[str, float] = field(default_factory=dict)
     rarest: float = 0.0
+    seq: int | None = None
 
 
 class LexicalIndex(Protocol):
@@ -250,10 +253,12 @@ class DenseIndex(Protocol):
 
     def __len__(self) -> int: ...
 
-    def centre(self, vector: Vector) -> Vector:
+    def centre(self, vector: Vector, at: int | None = None) -> Vector:
         """A raw unit query vector, moved into the index's space. The start of every query:
         it brings the index up to date once, so the searches and scores that follow see the
-        same rows."""
+        same rows. `at`: a chunk change seq that a read begun by this search saw (its BM25
+        list's, `LexicalHits.seq`); an index already at it has every write committed before
+        the search began, and reads nothing more."""
         ...
 
     def search(

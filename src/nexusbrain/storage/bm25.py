@@ -175,21 +175,21 @@ class PostingScorer:
             if not counts or k <= 0:
                 return LexicalHits([])
             with self.read() as read:
+                seq = read.seq if read.cacheable else None
                 query, lists, weights = self._weighted(read, terms)
                 rarest = idf(query.n_rows, 0)
                 if not lists:
-                    return LexicalHits([], weights, rarest)
+                    return LexicalHits([], weights, rarest, seq)
                 rows, scores = _summed(lists, len(query.rows.sizes))
                 if not filters.is_empty():
                     keep = np.isin(rows, read.matching(filters))
                     rows, scores = rows[keep], scores[keep]
                 if best_per_document:
-                    return LexicalHits(
-                        _best_documents(query.rows, rows, scores, k), weights, rarest
-                    )
+                    found = _best_documents(query.rows, rows, scores, k)
+                    return LexicalHits(found, weights, rarest, seq)
                 top = _top(rows, scores, k)
                 found = [Scored(int(r), float(s)) for r, s in zip(top[0], top[1], strict=True)]
-                return LexicalHits(found, weights, rarest)
+                return LexicalHits(found, weights, rarest, seq)
 
     def scores(
         self, terms: Sequence[str], chunk_ids: Sequence[int], *, per_document: bool = False
@@ -197,22 +197,37 @@ class PostingScorer:
         """The BM25 score of each of these chunks for the query words (0.0 for a chunk that
         holds none of them), or with `per_document`, of the best chunk of each of their
         documents, keyed by document id. Ids past every chunk the index has seen are left out.
-        Cheap next to `search`: the postings of the query's tokens are cached by then."""
+        Cheap next to `search`: the postings of the query's tokens are cached by then, so when
+        the cache holds them all it answers with no read of its own (`_cached_lists`)."""
         with self._failing(terms, "scoring"):
             if not chunk_ids:
                 return {}
+            cached = self._cached_lists(terms)
+            if cached is not None:
+                return _chunk_scores(*cached, chunk_ids, per_document)
             with self.read() as read:
                 query, lists, _ = self._weighted(read, terms)
-                wanted = distinct(np.fromiter(chunk_ids, np.int64, len(chunk_ids)))
-                wanted = wanted[(wanted > 0) & (wanted < len(query.rows.sizes))]
-                if per_document:
-                    return _document_scores(query.rows, lists, wanted)
-                summed = np.zeros(len(wanted), np.float64)
-                for rows, share in lists:
-                    at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
-                    held = rows[at] == wanted
-                    summed[held] += share[at[held]]
-                return dict(zip(wanted.tolist(), summed.tolist(), strict=True))
+                return _chunk_scores(query.rows, lists, chunk_ids, per_document)
+
+    def _cached_lists(self, terms: Sequence[str]) -> tuple[_Rows, list[Shares]] | None:
+        """The rows and weighted lists `_weighted` would give, from the cache alone, when it
+        holds every query token at the change the rows are at. That change is the newest a
+        read of this index has kept, so it is at least that of any search that has ended: a
+        search's scores then see every write its list saw, with no second snapshot."""
+        hits = []
+        with self._lock:
+            seq = self._cache_seq
+            if seq < 0 or seq != self._rows_seq:
+                return None
+            for token, count in query_tokens(terms).items():
+                hit = self._cache.get((seq, token))
+                if hit is None:
+                    return None
+                self._cache.move_to_end((seq, token))
+                hits.append((hit, count))
+            rows = self._rows
+        lists = [(held, share * query_weight(count)) for (held, share), count in hits if len(held)]
+        return rows, lists
 
     def _weighted(
         self, read: PostingsRead, terms: Sequence[str]
@@ -324,6 +339,22 @@ def _summed(lists: list[Shares], size: int) -> tuple[Ids, Floats]:
         seen[rows] = True
     found = np.flatnonzero(seen)
     return found, summed[found]
+
+
+def _chunk_scores(
+    known: _Rows, lists: list[Shares], chunk_ids: Sequence[int], per_document: bool
+) -> dict[int, float]:
+    """`PostingScorer.scores` from the rows and the weighted lists."""
+    wanted = distinct(np.fromiter(chunk_ids, np.int64, len(chunk_ids)))
+    wanted = wanted[(wanted > 0) & (wanted < len(known.sizes))]
+    if per_document:
+        return _document_scores(known, lists, wanted)
+    summed = np.zeros(len(wanted), np.float64)
+    for rows, share in lists:
+        at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
+        held = rows[at] == wanted
+        summed[held] += share[at[held]]
+    return dict(zip(wanted.tolist(), summed.tolist(), strict=True))
 
 
 def _document_scores(known: _Rows, lists: list[Shares], wanted: Ids) -> dict[int, float]:

@@ -112,15 +112,18 @@ class VectorIndex:
 
     # keeping up with the store
 
-    def sync(self) -> None:
+    def sync(self, at: int | None = None) -> None:
+        """Catch up with the store: read the change log since the index's seq, unless it is
+        at `at` already (DenseIndex.centre)."""
         with self._lock:
             if self._seq < 0:
                 self._start()
-            seq, added, gone = self.store.chunk_changes_since(self._seq)
-            if seq != self._seq:
-                self._apply(added, gone)
-                self._seq = seq
-                self._unsaved += len(added) + len(gone)
+            if at is None or self._seq < at:
+                seq, added, gone = self.store.chunk_changes_since(self._seq)
+                if seq != self._seq:
+                    self._apply(added, gone)
+                    self._seq = seq
+                    self._unsaved += len(added) + len(gone)
             # a tenth of a large index: rewriting a large file often would cost more than the
             # reads it saves at the next start
             if self._unsaved >= max(self.config.save_every, self._rows.live // 10):
@@ -258,11 +261,12 @@ class VectorIndex:
 
     # centred vectors
 
-    def centre(self, vector: NDArray[np.float32]) -> NDArray[np.float32]:
+    def centre(self, vector: NDArray[np.float32], at: int | None = None) -> NDArray[np.float32]:
         """A raw unit vector (a query's), moved to the index's centred space, unit length.
-        The start of every query: it brings the index up to date once, so that the searches
-        and scores that follow see the rows this centre belongs to."""
-        self.sync()
+        The start of every query: it brings the index up to date once (to `at` at least: see
+        DenseIndex.centre), so that the searches and scores that follow see the rows this
+        centre belongs to."""
+        self.sync(at)
         out: NDArray[np.float32] = normalise_rows(
             (vector.astype(np.float32) - self._rows.center)[None, :]
         )[0]

@@ -72,7 +72,7 @@ class Compactor:
         self.live = live
         self.interval = interval
         self.longest_wait = longest_wait
-        self._seen = 0  # segments up to this one have been considered
+        self._seen = -1  # segments up to this one have been considered (-1: read the mark)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -114,6 +114,8 @@ class Compactor:
         total = Pass(0, 0, 0)
         while True:
             with self.db.errors("postings compaction failed"), self.db.connection() as conn:
+                if self._seen < 0:
+                    self._seen = _mark(conn)
                 latest = _latest_segment(conn)
                 if latest <= self._seen:
                     return total
@@ -129,6 +131,8 @@ class Compactor:
                     return total
                 total = Pass(*(a + b for a, b in zip(_tuple(total), _tuple(done), strict=True)))
             self._seen = latest
+            with self.db.errors("postings compaction failed"), self.db.connection() as conn:
+                conn.execute(_MARK_UP, (_MARK, str(latest)))
             if not todo:
                 return total
 
@@ -193,6 +197,23 @@ class Compactor:
                 )
         read = sum(len(r[1]) // 4 for r in rows)
         return Pass(len(todo), read, sum(len(pids) for _, pids, _ in kept))
+
+
+# Where a brain's compaction has got to, for every replica (in brain_settings, which is not
+# exported): the segment up to which a round found every full tier and merged it. A replica
+# that starts takes it up from there, instead of scanning every token's segments, which took
+# 1.7 s of the database at 101k chunks while the replica's first search waited on the same
+# two cores.
+_MARK = "postings_compacted_through"
+_MARK_UP = (
+    "INSERT INTO brain_settings (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE"
+    " SET value = greatest(brain_settings.value::bigint, excluded.value::bigint)::text"
+)
+
+
+def _mark(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT value FROM brain_settings WHERE key = %s", (_MARK,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _latest_segment(conn: psycopg.Connection[Any]) -> int:

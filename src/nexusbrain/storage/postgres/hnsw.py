@@ -387,8 +387,8 @@ class PgvectorIndex:
             ).fetchone()
         return int(row[0]) if row else 0
 
-    def centre(self, vector: NDArray[np.float32]) -> NDArray[np.float32]:
-        self._sync()
+    def centre(self, vector: NDArray[np.float32], at: int | None = None) -> NDArray[np.float32]:
+        self._sync()  # the rows are read at search time; only the centre is kept here
         out: NDArray[np.float32] = normalise_rows(
             (vector.astype(np.float32) - self._centre)[None, :]
         )[0]

@@ -124,7 +124,7 @@ class _Read:
     def rows(self, chunk_ids: Sequence[int] | None) -> tuple[Ids, Ids, Ids]:
         sql = "SELECT id, length::bigint, document_id FROM chunks"
         if chunk_ids is None:
-            found = copyout.int64_columns(self.conn, sql + " ORDER BY id", (), 3)
+            found = copyout.int64_columns(self.conn, sql, (), 3)
         else:
             found = copyout.int64_columns(
                 self.conn, sql + " WHERE id = ANY(%s)", (list(chunk_ids),), 3
