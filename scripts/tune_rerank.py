@@ -39,7 +39,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import fusion_lodo as lodo
 import tune_hybrid as th
 
+from nexusbrain.brain import Brain
 from nexusbrain.cli.eval_targets import BrainTarget, ModelChoice, scratch_factory
 from nexusbrain.embeddings.onnx import OnnxEmbedder
 from nexusbrain.embeddings.profiles import MODELS
@@ -82,24 +83,29 @@ def scorer(cut: int, threads: int | None = 1) -> CosineReranker:
     return CosineReranker(OnnxEmbedder(MODELS / "minilm", threads=threads, max_tokens=cut))
 
 
-@dataclass
-class Recorder:
-    """A workspace that answers the harness with edge alone, and records what every setting
-    would have answered (by scope and query)."""
+class Recorder(BrainTarget):
+    """A scratch brain that answers the harness with edge alone, and records what every
+    setting would have answered (by scope and query)."""
 
-    inner: BrainTarget
-    settings: Sequence[Setting]
-    scorers: Mapping[int, CosineReranker]
-    rankings: dict[str, dict[tuple[str | None, str], list[Retrieved]]]
-    samples: list[dict[str, Any]]
-    sample_rate: float
-    fraction: float = 1.0
-    rng: random.Random = field(default_factory=lambda: random.Random(7))
+    def __init__(
+        self,
+        brain: Brain,
+        settings: Sequence[Setting],
+        scorers: Mapping[int, CosineReranker],
+        rankings: dict[str, dict[tuple[str | None, str], list[Retrieved]]],
+        samples: list[dict[str, Any]],
+        sample_rate: float,
+        fraction: float = 1.0,
+    ) -> None:
+        super().__init__(brain, label="scratch")
+        self.settings, self.scorers, self.rankings = settings, scorers, rankings
+        self.samples, self.sample_rate, self.fraction = samples, sample_rate, fraction
+        self.rng = random.Random(7)
 
     def search(
         self, query: str, request: SearchRequest, *, path_prefix: str | None = None
     ) -> list[Retrieved]:
-        searcher = self.inner.brain._searcher  # the fused ranking a search cuts its hits from
+        searcher = self.brain._searcher  # the fused ranking a search cuts its hits from
         config = preset(SearchMode(request.mode))
         filters = SearchFilters(path_prefix=path_prefix)
         answer = searcher.answer(
@@ -129,21 +135,6 @@ class Recorder:
             moved = [head[i] for i in order] + kept[depth:]
             self.rankings.setdefault(name_of((depth, weight, cut)), {})[key] = _shown(moved, chunks)
         return alone[: request.k]
-
-    def describe(self) -> Mapping[str, Any]:
-        return self.inner.describe()
-
-    def export_records(self) -> Iterator[Mapping[str, Any]]:
-        return self.inner.export_records()
-
-    def add_markdown(self, items: Sequence[tuple[str, str, str]]) -> None:
-        self.inner.add_markdown(items)
-
-    def add_folder(self, folder: Path) -> int:
-        return self.inner.add_folder(folder)
-
-    def add_sessions(self, sessions: Sequence[Session], index_roles: Sequence[str] | None) -> None:
-        self.inner.add_sessions(sessions, index_roles)
 
 
 def chosen(query: str, fraction: float) -> bool:
@@ -207,7 +198,7 @@ def recording(
     def opened() -> Iterator[Workspace]:
         with edge() as workspace:
             assert isinstance(workspace, BrainTarget)
-            yield Recorder(workspace, settings, scorers, **recorder)
+            yield Recorder(workspace.brain, settings, scorers, **recorder)
 
     return opened
 
@@ -294,7 +285,7 @@ def check(args: argparse.Namespace) -> None:
         nonlocal mismatches
         with edge() as workspace:
             assert isinstance(workspace, BrainTarget)
-            recording_ = Recorder(workspace, chosen, scorers, **recorder)
+            recording_ = Recorder(workspace.brain, chosen, scorers, **recorder)
             yield recording_
             searcher = workspace.brain._searcher
             for depth, weight, cut in chosen:
