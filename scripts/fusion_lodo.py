@@ -68,22 +68,24 @@ def scored(args: argparse.Namespace, configs: dict[str, dict[str, Any]]) -> th.R
     return results
 
 
-def judged(results: th.Results) -> dict[str, dict[str, dict[str, float | bool]]]:
-    """variant -> set -> gain, interval and whether the rule holds."""
+def judged(
+    results: th.Results, base: str = "bm25", sets: tuple[str, ...] = SETS
+) -> dict[str, dict[str, dict[str, float | bool]]]:
+    """variant -> set -> gain over `base`, interval and whether the rule holds."""
     out: dict[str, dict[str, dict[str, float | bool]]] = {}
-    for variant in results[SETS[0]]:
-        if variant == "bm25" or any(variant not in results[name] for name in SETS):
+    for variant in results[sets[0]]:
+        if variant == base or any(variant not in results[name] for name in sets):
             continue  # judged only where every set scored it
         out[variant] = {}
-        for name in SETS:
+        for name in sets:
             metric = MAIN[name]
-            base, mine = results[name]["bm25"], results[name][variant]
+            before, mine = results[name][base], results[name][variant]
             boot = paired_bootstrap(
-                base["per_query"][metric],
+                before["per_query"][metric],
                 mine["per_query"][metric],
-                seed=comparison_seed(42, name, metric, "bm25", variant),
+                seed=comparison_seed(42, name, metric, base, variant),
             )
-            recall_gap = mine["recall@100"] - base["recall@100"]
+            recall_gap = mine["recall@100"] - before["recall@100"]
             out[variant][name] = {
                 "gain": boot.mean_difference,
                 "low": boot.low,
@@ -94,10 +96,12 @@ def judged(results: th.Results) -> dict[str, dict[str, dict[str, float | bool]]]
     return out
 
 
-def folds(table: dict[str, dict[str, dict[str, float | bool]]]) -> list[dict[str, Any]]:
+def folds(
+    table: dict[str, dict[str, dict[str, float | bool]]], sets: tuple[str, ...] = SETS
+) -> list[dict[str, Any]]:
     out = []
-    for held in SETS:
-        train = [name for name in SETS if name != held]
+    for held in sets:
+        train = [name for name in sets if name != held]
         meeting = [v for v in table if all(table[v][n]["ok"] for n in train)] or list(table)
         for objective, key in (("gain", "gain"), ("robust", "low")):
             chosen = max(meeting, key=lambda v, k=key: mean(float(table[v][n][k]) for n in train))

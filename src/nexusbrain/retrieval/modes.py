@@ -21,12 +21,14 @@ class PRFConfig:
 
 @dataclass(frozen=True, slots=True)
 class RerankConfig:
-    """How a reranker, when the brain has one, re-orders the fused top (retrieval/rerank.py;
-    the weight's tuning: docs/tuning.md)."""
+    """How a reranker, when the brain has one, re-orders the fused top (retrieval/rerank.py).
+    Swept with the quality reranker on the dev sets (scripts/tune_rerank.py): the depth is the
+    deepest whose re-scoring fit a search on a busy 2-core machine, the budget that time with
+    margin (docs/tuning.md, "Rerankers and your own models")."""
 
-    depth: int = 30  # the fused candidates the reranker re-orders (0: none)
-    budget: float = 2.0  # seconds it may take; past them the fused order stands
-    weight: float = 1.0  # the reranker's share of a candidate's new score
+    depth: int = 20  # the fused candidates the reranker re-orders (0: none)
+    budget: float = 6.0  # seconds it may take; past them the fused order stands
+    weight: float = 0.7  # the reranker's share of a candidate's new score
 
 
 @dataclass(frozen=True, slots=True)
