@@ -111,6 +111,29 @@ def folds(
     return out
 
 
+def printed(
+    table: dict[str, dict[str, dict[str, float | bool]]], sets: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Print the judged table (variants in `table`'s order) and the leave-one-out folds; the
+    folds."""
+    print("\nvariant | " + " | ".join(sets))
+    for variant, row in table.items():
+        cells = [
+            f"{row[n]['gain']:+.4f} [{row[n]['low']:+.4f}, {row[n]['high']:+.4f}]"
+            + (" ok" if row[n]["ok"] else " --")
+            for n in sets
+        ]
+        print(f"{variant} | " + " | ".join(cells))
+    print("\nheld out | objective | chosen on the other sets | held-out gain [95% CI] | rule")
+    chosen = folds(table, sets)
+    for fold in chosen:
+        print(
+            f"{fold['held_out']} | {fold['objective']} | {fold['chosen']} | {fold['gain']:+.4f}"
+            f" [{fold['low']:+.4f}, {fold['high']:+.4f}] | {'met' if fold['ok'] else 'missed'}"
+        )
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--datasets", type=Path, default=Path("../shared/datasets"))
@@ -140,21 +163,7 @@ def main() -> None:
         args.scores.write_text(json.dumps(results), encoding="utf-8")
         return
     table = judged(results)
-    print("\nvariant | " + " | ".join(SETS))
-    for variant, row in table.items():
-        cells = [
-            f"{row[n]['gain']:+.4f} [{row[n]['low']:+.4f}, {row[n]['high']:+.4f}]"
-            + (" ok" if row[n]["ok"] else " --")
-            for n in SETS
-        ]
-        print(f"{variant} | " + " | ".join(cells))
-    print("\nheld out | objective | chosen on the other four | held-out gain [95% CI] | rule")
-    chosen = folds(table)
-    for fold in chosen:
-        print(
-            f"{fold['held_out']} | {fold['objective']} | {fold['chosen']} | {fold['gain']:+.4f}"
-            f" [{fold['low']:+.4f}, {fold['high']:+.4f}] | {'met' if fold['ok'] else 'missed'}"
-        )
+    chosen = printed(table, SETS)
     if args.json:
         args.json.write_text(json.dumps({"table": table, "folds": chosen}), encoding="utf-8")
 

@@ -319,23 +319,10 @@ def judge(args: argparse.Namespace) -> None:
         results.update(json.loads(path.read_text(encoding="utf-8"))["results"])
     sets = tuple(name for name in lodo.SETS if name in results)  # those scored so far
     table = lodo.judged(results, base=BASE, sets=sets)
-    print("\nvariant | " + " | ".join(sets))
-    for variant, row in sorted(
+    ranked = sorted(  # the best mean gain first
         table.items(), key=lambda v: -statistics.mean(float(c["gain"]) for c in v[1].values())
-    ):
-        cells = [
-            f"{row[n]['gain']:+.4f} [{row[n]['low']:+.4f}, {row[n]['high']:+.4f}]"
-            + (" ok" if row[n]["ok"] else " --")
-            for n in sets
-        ]
-        print(f"{variant} | " + " | ".join(cells))
-    print("\nheld out | objective | chosen on the other sets | held-out gain [95% CI] | rule")
-    chosen = lodo.folds(table, sets)
-    for fold in chosen:
-        print(
-            f"{fold['held_out']} | {fold['objective']} | {fold['chosen']} | {fold['gain']:+.4f}"
-            f" [{fold['low']:+.4f}, {fold['high']:+.4f}] | {'met' if fold['ok'] else 'missed'}"
-        )
+    )
+    chosen = lodo.printed(dict(ranked), sets)
     print("\nset | metric | edge | " + " | ".join(args.show or []))
     for name in sets:
         metric = lodo.MAIN[name]
