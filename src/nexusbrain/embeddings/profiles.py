@@ -24,6 +24,17 @@ def centred(profile: Profile) -> bool:
 
 
 @functools.cache
+def minilm(max_tokens: int | None = None) -> Embedder:
+    """The quality profile's MiniLM, loaded once per process for each cut: `max_tokens` tokens
+    a text (None: the profile's own). The quality reranker reads a shorter cut."""
+    from nexusbrain.embeddings.onnx import OnnxEmbedder
+
+    if max_tokens is None:
+        return OnnxEmbedder(tokenizer_dir=MODELS / "minilm")
+    return OnnxEmbedder(tokenizer_dir=MODELS / "minilm", max_tokens=max_tokens)
+
+
+@functools.cache
 def load_embedder(
     profile: Profile, models: ModelSettings = SHIPPED, *, dim: int | None = None
 ) -> Embedder | None:
@@ -36,9 +47,7 @@ def load_embedder(
 
         return HashingEmbedder()
     if profile is Profile.QUALITY:
-        from nexusbrain.embeddings.onnx import OnnxEmbedder
-
-        return OnnxEmbedder(tokenizer_dir=MODELS / "minilm")
+        return minilm()
     if profile is Profile.ONNX:
         from nexusbrain.embeddings.folder import folder_embedder
 

@@ -23,17 +23,17 @@ def load_reranker(models: ModelSettings) -> Reranker | None:
     chosen = models.reranker
     if chosen is Reranking.NONE:
         return None
-    if chosen is Reranking.QUALITY:
-        from nexusbrain.embeddings.onnx import OnnxEmbedder
-        from nexusbrain.embeddings.profiles import MODELS
+    if chosen in (Reranking.QUALITY, Reranking.HASHING):
+        from nexusbrain.config import Profile
+        from nexusbrain.embeddings import load_embedder
+        from nexusbrain.embeddings.profiles import minilm
         from nexusbrain.rerankers.cosine import CosineReranker
 
-        return CosineReranker(OnnxEmbedder(MODELS / "minilm", max_tokens=QUALITY_TOKENS))
-    if chosen is Reranking.HASHING:
-        from nexusbrain.embeddings.hashing import HashingEmbedder
-        from nexusbrain.rerankers.cosine import CosineReranker
-
-        return CosineReranker(HashingEmbedder())
+        if chosen is Reranking.QUALITY:
+            return CosineReranker(minilm(QUALITY_TOKENS))
+        hashing = load_embedder(Profile.HASHING)
+        assert hashing is not None
+        return CosineReranker(hashing)
     if chosen is Reranking.ONNX:
         from nexusbrain.rerankers.onnx import CrossEncoder
 
