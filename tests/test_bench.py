@@ -178,6 +178,9 @@ def _check_report(report: dict) -> None:  # type: ignore[type-arg]
         assert series["throughput_rps"] > 0
     rss = scale["rss"]
     assert 0 < rss["idle_bytes"] <= rss["peak_search_bytes"] and rss["peak_ingest_bytes"] > 0
+    # shared pages count once in the PSS (the workers' forked model and libraries)
+    assert 0 < rss["idle_pss_bytes"] < rss["idle_bytes"]
+    assert rss["after_search_pss_bytes"] > 0 and rss["after_ingest_pss_bytes"] > 0
     assert scale["db_bytes"] > scale["corpus_bytes"] > 0
     assert 0 < scale["cold_start_seconds"] < 60
     assert scale["server_envelope"]["name"] == "edge"

@@ -31,6 +31,9 @@ PACKAGES = (
     "psutil",
 )
 SOURCE = Path(__file__).resolve().parents[1]
+# the keys of a scale's "rss" block that the table shows, in its order
+RSS = ("idle_bytes", "peak_search_bytes", "peak_ingest_bytes")
+PSS = ("idle_pss_bytes", "after_search_pss_bytes", "after_ingest_pss_bytes")
 
 
 def environment(clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> dict[str, Any]:
@@ -163,7 +166,8 @@ def _rows(modes: Sequence[str], concurrency: int) -> list[Row]:
             (f"/{op} balanced, {concurrency} clients: p50/p95/p99", _ms(name, "concurrent"))
         )
     rows += [
-        ("RSS idle / peak search / peak ingest MB", _rss),
+        ("RSS idle / peak search / peak ingest MB", _memory(*RSS)),
+        ("PSS idle / after search / after ingest MB", _memory(*PSS)),
         ("database on disk MB", lambda s: _mb(s["db_bytes"])),
         ("cold start to first answer s", lambda s: f"{s['cold_start_seconds']:.2f}"),
         ("envelope", _verdict),
@@ -191,10 +195,8 @@ def _replica_rows(replicas: Mapping[str, Any], concurrency: int) -> list[Row]:
     return rows
 
 
-def _rss(scale: Mapping[str, Any]) -> str:
-    rss = scale["rss"]
-    parts = (rss["idle_bytes"], rss["peak_search_bytes"], rss["peak_ingest_bytes"])
-    return " / ".join(_mb(v) for v in parts)
+def _memory(*keys: str) -> Callable[[Mapping[str, Any]], str]:
+    return lambda scale: " / ".join(_mb(scale["rss"][key]) for key in keys)
 
 
 def _verdict(scale: Mapping[str, Any]) -> str:

@@ -5,10 +5,11 @@ Per scale and run, in order:
    process start to exit).
 2. A fresh server on database A, fed every document through `POST /ingest/markdown/batch`
    (INGEST_BATCH documents per request) by a few client threads (timed from the first
-   request to the last answer; peak RSS sampled).
-3. A fresh server on B: cold start (process start to the first answered /search), idle RSS,
-   then /search and /recall in every mode one request at a time, then with `concurrency`
-   clients in balanced mode (peak RSS sampled throughout), and its own /stats.
+   request to the last answer; peak RSS sampled, PSS read after the last answer).
+3. A fresh server on B: cold start (process start to the first answered /search), idle RSS
+   and PSS, then /search and /recall in every mode one request at a time, then with
+   `concurrency` clients in balanced mode (peak RSS sampled throughout, PSS read after), and
+   its own /stats.
 4. 1% of the files change and `ingest-dir` runs again on B: the incremental re-ingest.
 
 With `db` (a postgresql:// URL), A and B are scratch schemas of that database, dropped at the
@@ -137,7 +138,7 @@ def _measure_scale(
             )
             for n in config.replicas
         }
-        http_ingest, ingest_peak = http[config.replicas[0]]
+        http_ingest, ingest_memory = http[config.replicas[0]]
         queries = corpus.queries(config.searches + WARMUP, documents)
         served = _serve_and_search(db, env, work, queries, config, label, phase)
         phase(f"{label}: re-ingest after 1% of the files change", 0, 1)
@@ -159,7 +160,7 @@ def _measure_scale(
         },
         **served,
     }
-    result["rss"]["peak_ingest_bytes"] = ingest_peak
+    result["rss"] |= ingest_memory
     if config.db or config.replicas != (1,):
         result["replicas"] = {
             str(n): {"http_ingest": http[n][0], "search_concurrent": by_replicas[n]}
@@ -204,9 +205,10 @@ def _http_ingest(
     config: BenchConfig,
     label: str,
     phase: Progress,
-) -> tuple[dict[str, Any], int]:
+) -> tuple[dict[str, Any], dict[str, int]]:
     """Every document through POST /ingest/markdown/batch, the clients spread over
-    `replicas` servers of one fresh brain; (the rates, the first server's peak RSS)."""
+    `replicas` servers of one fresh brain; (the rates, the first server's peak RSS and its
+    PSS once the last batch is answered)."""
     servers = [
         ChildServer(db, env, work / f"http-server-{replicas}-{n}.log", config.workers)
         for n in range(replicas)
@@ -227,6 +229,7 @@ def _http_ingest(
                     f"{label}: HTTP ingest, {replicas} server(s)", done, total
                 ),
             )
+        pss = servers[0].pss()
         for server in servers:
             server.check_alive()
         answering = servers[0].answering()
@@ -241,7 +244,7 @@ def _http_ingest(
     rates["replicas"] = replicas
     rates["workers"] = answering  # processes of each server, as seen while it ran
     rates["request_ms"] = summarise(result.milliseconds, result.wall_seconds).as_dict()
-    return rates, rss.peak
+    return rates, {"peak_ingest_bytes": rss.peak, "after_ingest_pss_bytes": pss}
 
 
 def _ingest_calls(folder: Path, documents: int) -> Iterator[Call]:
@@ -271,7 +274,7 @@ def _serve_and_search(
         )
         cold_start = answered - server.started_at
         time.sleep(1.0)
-        idle = server.rss()
+        idle, idle_pss = server.rss(), server.pss()
         with RssSampler(server.rss) as rss:
             every = [_search(q, SearchMode.BALANCED) for q in warmup + queries]
             first = _summary(_warm([server.url], every, config.workers))
@@ -290,9 +293,15 @@ def _serve_and_search(
         }
         stats = run_calls(server.url, [Call("GET", "/stats")], keep_bodies=True).bodies[0]
         server.check_alive()
+        searched_pss = server.pss()
     return {
         "cold_start_seconds": round(cold_start, 3),
-        "rss": {"idle_bytes": idle, "peak_search_bytes": rss.peak},
+        "rss": {
+            "idle_bytes": idle,
+            "peak_search_bytes": rss.peak,
+            "idle_pss_bytes": idle_pss,
+            "after_search_pss_bytes": searched_pss,
+        },
         "latency": {
             "k": K,
             "concurrency": config.concurrency,

@@ -91,10 +91,19 @@ class ChildServer:
         self.stop()
 
     def rss(self) -> int:
-        """The server's RSS: its workers' too, when it has them."""
+        """The server's RSS: its workers' too, when it has them. Pages the processes share
+        (the forked workers' model, libraries and vector cache) count once per process."""
+        return sum(int(p.memory_info().rss) for p in self._processes())
+
+    def pss(self) -> int:
+        """The server's proportional set size, summed over its processes: each shared page
+        counts once in all, so this is the memory the server holds. Reading it walks each
+        process's page tables, so it is read between phases, not sampled under load."""
+        return sum(int(p.memory_full_info().pss) for p in self._processes())
+
+    def _processes(self) -> list[psutil.Process]:
         assert self._ps is not None
-        processes = [self._ps, *self._ps.children()]
-        return sum(int(p.memory_info().rss) for p in processes)
+        return [self._ps, *self._ps.children()]
 
     def answering(self) -> int:
         """How many processes answer requests: the workers, or the server itself."""
