@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -248,3 +249,33 @@ def test_hits_say_where_they_ranked_and_explain_gives_the_raw_scores(run) -> Non
     assert "fused score" not in "\n".join(shown)
     explained = run("search", "okapi", "--explain").output
     assert "fused score " in explained and "bm25: rank 1, score " in explained
+
+
+def test_one_shot_reads_run_without_the_cyclic_collector_and_others_with_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import gc
+    import sys
+
+    from nexusbrain.cli.answers import Local
+    from nexusbrain.cli.main import main
+
+    seen: dict[str, bool] = {}
+    real = Local.call
+
+    def spy(self: Local, operation: Any, args: Any) -> Any:
+        seen[operation.name] = gc.isenabled()
+        return real(self, operation, args)
+
+    monkeypatch.setattr(Local, "call", spy)
+    db = str(tmp_path / "b.db")
+    try:
+        for argv in (["add", "the cat sat on the mat"], ["search", "cat"]):
+            monkeypatch.setattr(sys, "argv", ["nexusbrain", "--local", "--db", db, *argv])
+            with pytest.raises(SystemExit) as ended:
+                main()
+            assert ended.value.code == 0
+            assert gc.isenabled()  # as main found it
+    finally:
+        gc.unfreeze()
+    assert seen == {"add": True, "search": False}

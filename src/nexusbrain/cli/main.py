@@ -176,6 +176,12 @@ def cli(ctx: click.Context, db: str | None, local: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
     ctx.obj["local"] = local
+    if ctx.invoked_subcommand not in ONE_SHOT:
+        gc.enable()  # main() turned it off for a one-shot read; this command may run long
+
+
+# Commands that answer one bounded read and end: they run with the cyclic collector off.
+ONE_SHOT = frozenset({"search", "recall", "explain", "get", "stats"})
 
 
 def _add_commands(group: LazyGroup) -> None:
@@ -189,6 +195,10 @@ _add_commands(cli)
 
 
 def main() -> None:
+    # A one-shot read makes long-lived objects (modules, the brain, the model) and little
+    # garbage, so Python's cyclic collections as it starts are work for nothing: ~9 ms of a
+    # search's ~225 ms of CPU (docs/design/cli.md). Other commands turn them back on (cli).
+    gc.disable()
     try:
         cli(prog_name="nexusbrain")
     finally:
@@ -196,3 +206,4 @@ def main() -> None:
         # of the cyclic collections that Python's exit would otherwise run over all of them,
         # a large part of a short command's time (docs/design/cli.md).
         gc.freeze()
+        gc.enable()
