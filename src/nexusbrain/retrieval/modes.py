@@ -28,7 +28,7 @@ class RerankConfig:
 
     depth: int = 20  # the fused candidates the reranker re-orders (0: none)
     budget: float = 6.0  # seconds it may take; past them the fused order stands
-    weight: float = 0.5  # the reranker's share of a candidate's new score
+    weight: float = 0.3  # the reranker's share of a candidate's new score
 
 
 @dataclass(frozen=True, slots=True)
