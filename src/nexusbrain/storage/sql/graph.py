@@ -9,7 +9,7 @@ reads the state it decides on and writes what it decided with no other writer in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -66,15 +66,22 @@ def _relationship(d: Dialect, row: Sequence[Any]) -> Relationship:
     )
 
 
-def _entities(conn: Connection, d: Dialect, where: str, params: Sequence[Any]) -> list[Entity]:
+def _entities(
+    conn: Connection,
+    d: Dialect,
+    where: str,
+    params: Sequence[Any],
+    read: Callable[[str, Sequence[Any]], list[Any]] | None = None,
+) -> list[Entity]:
     """The entities `where` selects (over `entities e`), their aliases in the order they were
-    added: in the same statement where the engine has arrays, else by a second one."""
+    added: in the same statement where the engine has arrays, else by a second one. `read`
+    runs the first statement (in the engine's dialect), if not `conn`."""
     aliases = d.array_of(
         f"SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY a.{d.alias_order}"
     )
     column = "" if aliases is None else f", {aliases}"
     query = d.sql(f"{_ENTITY}{column} FROM entities e WHERE {where}")
-    rows = conn.execute(query, params).fetchall()
+    rows = conn.execute(query, params).fetchall() if read is None else read(query, params)
     if aliases is not None:
         return [_entity(d, row, tuple(row[6])) for row in rows]
     held: dict[int, list[str]] = {row[0]: [] for row in rows}
@@ -151,14 +158,19 @@ class GraphWrites:
         self._known: dict[str, Entity | None] = {}
 
     def _rows(self, query: str, params: Sequence[Any]) -> list[Any]:
-        return self.conn.execute(self.d.sql(query), params).fetchall()
+        return self._read(self.d.sql(query), params)
+
+    def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of a statement already in the engine's dialect."""
+        return self.conn.execute(query, params).fetchall()
 
     def _write(self, query: str, params: Sequence[Any]) -> None:
         self.conn.execute(self.d.sql(query), params)
 
     def find_entity(self, key: str) -> Entity | None:
         if key not in self._known:
-            self._known[key] = find_entity(self.conn, self.d, key)
+            found = _entities(self.conn, self.d, _BY_KEY, (key, key), self._read)
+            self._known[key] = found[0] if found else None
         return self._known[key]
 
     def insert_entity(self, key: str, name: str, type: str | None, now: datetime) -> Entity:
@@ -250,6 +262,15 @@ class GraphWrites:
         rows = self._rows(
             f"{_RELATIONSHIP} WHERE r.source = ? AND r.superseded_at IS NULL ORDER BY r.id",
             (source,),
+        )
+        return [_relationship(self.d, row) for row in rows]
+
+    def current_from_sources(self, sources: Sequence[str]) -> list[Relationship]:
+        """The current relationships of any of these sources (at most what the dialect's
+        `parts` gives), by id."""
+        clause, values = self.d.any_of("r.source", sources)
+        rows = self._rows(
+            f"{_RELATIONSHIP} WHERE {clause} AND r.superseded_at IS NULL ORDER BY r.id", values
         )
         return [_relationship(self.d, row) for row in rows]
 
