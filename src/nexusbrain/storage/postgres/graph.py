@@ -129,6 +129,13 @@ class PostgresGraphWrites(GraphWrites):
             self._names[found.id] = found.name
         return found
 
+    def look_up(self, keys: Sequence[str]) -> None:
+        super().look_up(keys)
+        for key in keys:
+            found = self._known.get(key)
+            if found is not None:
+                self._names[found.id] = found.name
+
     def insert_entity(self, key: str, name: str, type: str | None, now: datetime) -> Entity:
         entity_id = self._ids["entities"].next(self.pg, self.pending)
         stamp = now.astimezone(UTC)

@@ -173,6 +173,13 @@ class GraphWrites:
             self._known[key] = found[0] if found else None
         return self._known[key]
 
+    def look_up(self, keys: Sequence[str]) -> None:
+        """Look these keys up together, for the `find_entity` calls that follow."""
+        todo = [key for key in dict.fromkeys(keys) if key not in self._known]
+        if todo:
+            found = entities_by_key(self.conn, self.d, todo, self._read)
+            self._known.update((key, found.get(key)) for key in todo)
+
     def insert_entity(self, key: str, name: str, type: str | None, now: datetime) -> Entity:
         stamp = self.d.time_param(now)
         row = self.d.inserted(
@@ -334,22 +341,8 @@ class SQLGraphStore:
             return find_entity(conn, self.d, key)
 
     def entities_named(self, keys: Sequence[str]) -> dict[str, Entity]:
-        d = self.d
-        ids: dict[str, int] = {}
         with self._db.read() as conn:
-            for part in d.parts(list(dict.fromkeys(keys))):
-                clause, values = d.any_of("key", part)
-                rows = conn.execute(
-                    d.sql(
-                        f"SELECT key, id FROM entities WHERE {clause}"
-                        f" UNION ALL SELECT key, entity_id FROM entity_aliases WHERE {clause}"
-                    ),
-                    values * 2,
-                )
-                ids.update((row[0], int(row[1])) for row in rows)
-            found = list(set(ids.values()))
-            loaded = {e.id: e for part in d.parts(found) for e in _by_id(conn, d, part)}
-        return {key: loaded[entity_id] for key, entity_id in ids.items()}
+            return entities_by_key(conn, self.d, keys)
 
     def lineage(self, relationship_id: int) -> list[Relationship]:
         query = f"{_LINEAGE} {_RELATIONSHIP} WHERE r.id IN (SELECT id FROM chain) ORDER BY r.id"
@@ -373,6 +366,26 @@ class SQLGraphStore:
         return [_relationship(self.d, row) for row in rows]
 
 
-def _by_id(conn: Connection, d: Dialect, ids: Sequence[int]) -> list[Entity]:
-    clause, values = d.any_of("e.id", ids)
-    return _entities(conn, d, clause, values)
+def entities_by_key(
+    conn: Connection,
+    d: Dialect,
+    keys: Sequence[str],
+    read: Callable[[str, Sequence[Any]], list[Any]] | None = None,
+) -> dict[str, Entity]:
+    """The entities that these keys name (as their key or an alias's), by key; `read` runs
+    each statement (in the engine's dialect), if not `conn`."""
+    run = read or (lambda query, params: conn.execute(query, params).fetchall())
+    ids: dict[str, int] = {}
+    for part in d.parts(list(dict.fromkeys(keys))):
+        clause, values = d.any_of("key", part)
+        query = (
+            f"SELECT key, id FROM entities WHERE {clause}"
+            f" UNION ALL SELECT key, entity_id FROM entity_aliases WHERE {clause}"
+        )
+        ids.update((row[0], int(row[1])) for row in run(d.sql(query), values * 2))
+    found = list(set(ids.values()))
+    loaded: dict[int, Entity] = {}
+    for some in d.parts(found):
+        clause, values = d.any_of("e.id", some)
+        loaded.update((e.id, e) for e in _entities(conn, d, clause, values, run))
+    return {key: loaded[entity_id] for key, entity_id in ids.items()}
