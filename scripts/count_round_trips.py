@@ -126,11 +126,15 @@ def main() -> None:
     }
     if args.json:
         print(json.dumps(report, indent=2))
-        return
+    else:
+        _print(report)
+
+
+def _print(report: dict[str, Any]) -> None:
     print(
-        f"{batches} batches of {BATCH}: {report['chunks_per_second']} chunks/s; per batch"
-        f" {report['statements_per_batch']} statements, {report['round_trips_per_batch']}"
-        " round trips"
+        f"{report['batches']} batches of {BATCH}: {report['chunks_per_second']} chunks/s;"
+        f" per batch {report['statements_per_batch']} statements,"
+        f" {report['round_trips_per_batch']} round trips"
     )
     for query, n in report["statements"].items():
         print(f"{n:8.2f}  {query}")
