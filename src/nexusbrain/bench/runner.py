@@ -133,12 +133,12 @@ def _measure_scale(
         db = places.url("dir")
         report, dir_seconds = run_cli(db, env, "ingest-dir", str(folder))
         http = {
-            n: _http_ingest(
+            n: http_ingest(
                 folder, documents, places.url(f"http{n}"), n, work, env, config, label, phase
             )
             for n in config.replicas
         }
-        http_ingest, ingest_memory = http[config.replicas[0]]
+        http_rates, ingest_memory = http[config.replicas[0]]
         queries = corpus.queries(config.searches + WARMUP, documents)
         served = _serve_and_search(db, env, work, queries, config, label, phase)
         phase(f"{label}: re-ingest after 1% of the files change", 0, 1)
@@ -155,7 +155,7 @@ def _measure_scale(
         "db_bytes": stats["db_bytes"] if config.db else _disk_bytes(Path(db)),
         "ingest": {
             "ingest_dir": _rates(documents, report["chunks"], dir_seconds),
-            "http": http_ingest,
+            "http": http_rates,
             "incremental": _incremental(again, again_seconds, len(changed), documents),
         },
         **served,
@@ -195,7 +195,7 @@ class Brains:
             postgres.drop(url)
 
 
-def _http_ingest(
+def http_ingest(
     folder: Path,
     documents: int,
     db: str,

@@ -196,6 +196,7 @@ class Writer:
     def _write_notes(self, batch: Sequence[Prepared]) -> list[WriteResult]:
         """Write markdown notes and the graph edges each states (wikilinks, front-matter
         relations) in one transaction. A bad relation refuses the note before any write."""
+        from nexusbrain.graph.names import edge_keys
         from nexusbrain.graph.notes import note_edges
 
         link_type = self._settings.graph.link_type
@@ -209,6 +210,14 @@ class Writer:
         with self._backend.unit_of_work() as work:
             results = work.write_documents(items, self._clock(), vectors)
             now = self._clock()
+            written = [
+                edge
+                for result, edges in zip(results, stated, strict=True)
+                if result.status is not WriteStatus.DUPLICATE
+                for edge in edges
+            ]
+            if written:  # their entities in one look-up, not one each
+                work.graph.look_up(edge_keys(written))
             for result, edges in zip(results, stated, strict=True):
                 self._sync_edges(work, result, edges, now)
         self._embedding.committed()

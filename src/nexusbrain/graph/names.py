@@ -8,8 +8,13 @@ hyphens turned into one underscore ("Works at" -> "works_at").
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from nexusbrain.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from nexusbrain.graph.model import RelationshipInput
 
 MAX_NAME_CHARS = 500
 MAX_TYPE_CHARS = 100
@@ -27,6 +32,11 @@ def entity_key(name: str, what: str = "entity name") -> str:
     if len(key) > MAX_NAME_CHARS:
         raise InvalidInput(f"{what} {name[:40]!r}... is over {MAX_NAME_CHARS} characters")
     return key
+
+
+def edge_keys(edges: Iterable[RelationshipInput]) -> list[str]:
+    """The keys of the entities at the ends of these edges."""
+    return [entity_key(name) for edge in edges for name in (edge.from_name, edge.to_name)]
 
 
 def display_name(name: str) -> str:

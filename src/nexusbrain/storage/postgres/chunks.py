@@ -2,29 +2,41 @@
 transaction (database.py).
 
 Chunks and postings go in by COPY. Every chunk added, removed or re-hashed is noted, and the
-notes are logged in `chunk_changes` at the end of the transaction (`ChangeLog.flush`), after
-`change_head` hands out their seqs: its row lock is held to COMMIT, so seqs are given in
-commit order and a reader that sees head S has every change up to S.
+notes are logged in `chunk_changes` at the end of the transaction by one statement
+(`ChangeLog.statement`, sent with the COMMIT), after `change_head` hands out their seqs: its
+row lock is held to COMMIT, so seqs are given in commit order and a reader that sees head S has
+every change up to S.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import psycopg
+from numpy.typing import NDArray
+from psycopg.pq import TransactionStatus
 
 from nexusbrain.records import (
     ChunkDraft,
     VectorBatch,
 )
-from nexusbrain.storage.exchange import HEADING_SEP, chunk_values
-from nexusbrain.storage.postgres.hnsw import centred_rows, writer_centre
+from nexusbrain.storage.exchange import HEADING_SEP
+from nexusbrain.storage.postgres.hnsw import centre_check, centred_rows, writer_centre
 from nexusbrain.storage.postgres.postings import POSTINGS_COPY, Segment, copy_stream
 
+_LOG_CHANGES = (
+    "WITH head AS (UPDATE change_head SET seq = seq + %s, chunks = chunks + %s,"
+    " tokens = tokens + %s RETURNING seq)"
+    " INSERT INTO chunk_changes (seq, chunk_id, pid, added)"
+    " SELECT head.seq - %s + c.n, c.chunk_id, c.pid, c.added"
+    " FROM head, unnest(%s::bigint[], %s::integer[], %s::boolean[])"
+    " WITH ORDINALITY AS c(chunk_id, pid, added, n)"
+)
 CHUNK_COLUMNS = (
     "id, pid, length, document_id, ordinal, char_start, char_end, line_start, line_end,"
     " heading, text, unit, meta, text_hash, context, signature"
@@ -51,10 +63,6 @@ class ChunkRow:
     signature: int
 
 
-def chunk_row(document_id: int, c: ChunkDraft) -> ChunkRow:
-    return ChunkRow(None, document_id, *chunk_values(c))
-
-
 class ChangeLog:
     """The chunk changes of one transaction, in order, logged when it ends."""
 
@@ -76,25 +84,22 @@ class ChangeLog:
     def rehashed(self, chunk_id: int, pid: int) -> None:
         self.events.append((chunk_id, pid, True))
 
-    def flush(self, conn: psycopg.Connection[Any]) -> None:
+    def statement(self) -> tuple[str, tuple[Any, ...]] | None:
+        """The one statement that logs the changes (None: there are none), to send in the
+        transaction's last round trip: it takes their seqs from `change_head`, whose row lock
+        is then held to COMMIT, and inserts them. The notes are cleared."""
         if not self.events:
-            return
-        n = len(self.events)
-        row = conn.execute(
-            "UPDATE change_head SET seq = seq + %s, chunks = chunks + %s, tokens = tokens + %s"
-            " RETURNING seq",
-            (n, self.chunks, self.tokens),
-        ).fetchone()
-        assert row is not None
-        first = int(row[0]) - n + 1
-        with (
-            conn.cursor() as cursor,
-            cursor.copy("COPY chunk_changes (seq, chunk_id, pid, added) FROM STDIN") as copy,
-        ):
-            for offset, (chunk_id, pid, added) in enumerate(self.events):
-                copy.write_row((first + offset, chunk_id, pid, added))
-        self.events.clear()
+            return None
+        ids, pids, added = (list(column) for column in zip(*self.events, strict=True))
+        params = (len(ids), self.chunks, self.tokens, len(ids), ids, pids, added)
+        self.events = []
         self.chunks = self.tokens = 0
+        return _LOG_CHANGES, params
+
+    def flush(self, conn: psycopg.Connection[Any]) -> None:
+        found = self.statement()
+        if found is not None:
+            conn.execute(*found)
 
 
 @dataclass(slots=True)
@@ -108,6 +113,7 @@ class Staged:
     segment: int
     payload: bytes | None  # None: no chunk holds a token
     stored: bool = False
+    ids: list[int] = field(default_factory=list)  # for the chunks inserted without an id
 
     def store(self, conn: psycopg.Connection[Any]) -> None:
         """Insert the segment, in the write's transaction. No writer but this one holds its
@@ -125,15 +131,19 @@ class Staged:
         self.stored = False
 
 
-def stage_chunks(conn: psycopg.Connection[Any], columns: Sequence[tuple[str, str, str]]) -> Staged:
+def stage_chunks(
+    conn: psycopg.Connection[Any], columns: Sequence[tuple[str, str, str]], fresh: int = 0
+) -> Staged:
     """Analyse chunks (text, heading path, context, in the order they will be inserted) into
-    one postings segment."""
+    one postings segment, and take the ids of the first `fresh` of them (those inserted
+    without one) from the table's sequence, in the same round trip."""
     if not columns:
         return Staged([], [], 0, None)
     numbers = conn.execute(
-        "SELECT nextval('chunk_pids'), CASE WHEN n = 1 THEN nextval('postings_segments') END"
+        "SELECT nextval('chunk_pids'), CASE WHEN n = 1 THEN nextval('postings_segments') END,"
+        " CASE WHEN n <= %s THEN nextval(pg_get_serial_sequence('chunks', 'id')) END"
         " FROM generate_series(1, %s) AS n",
-        (len(columns),),
+        (fresh, len(columns)),
     ).fetchall()
     pids = [int(r[0]) for r in numbers]
     segment = Segment()
@@ -142,7 +152,8 @@ def stage_chunks(conn: psycopg.Connection[Any], columns: Sequence[tuple[str, str
         for pid, (text, heading, context) in zip(pids, columns, strict=True)
     ]
     number = int(numbers[0][1])
-    return Staged(pids, lengths, number, segment.copy_payload(number) if segment else None)
+    payload = segment.copy_payload(number) if segment else None
+    return Staged(pids, lengths, number, payload, ids=[int(r[2]) for r in numbers[:fresh]])
 
 
 def draft_columns(c: ChunkDraft) -> tuple[str, str, str]:
@@ -156,21 +167,16 @@ def insert_chunks(
     log: ChangeLog,
     staged: Staged | None = None,
 ) -> None:
-    """Insert chunk rows with their postings (`staged` for these rows, in order, perhaps
-    stored already, or made here): one COPY for the chunks, one for the postings."""
+    """Insert chunk rows with their postings (`staged` for these rows, in order, with the
+    ids of those that have none, perhaps stored already, or made here): one COPY for the
+    chunks, one for the postings."""
     if not rows:
         return
-    if staged is None:
-        staged = stage_chunks(conn, [(r.text, r.heading, r.context) for r in rows])
-    assert len(staged.pids) == len(rows)
     fresh = sum(1 for r in rows if r.id is None)
-    new_ids = iter(
-        int(r[0])
-        for r in conn.execute(
-            "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1, %s)",
-            (fresh,),
-        ).fetchall()
-    )
+    if staged is None:
+        staged = stage_chunks(conn, [(r.text, r.heading, r.context) for r in rows], fresh)
+    assert len(staged.pids) == len(rows) and len(staged.ids) == fresh
+    new_ids = iter(staged.ids)
     with conn.cursor() as cursor, cursor.copy(f"COPY chunks ({CHUNK_COLUMNS}) FROM STDIN") as copy:
         for row, pid, length in zip(rows, staged.pids, staged.lengths, strict=True):
             chunk_id = row.id if row.id is not None else next(new_ids)
@@ -199,23 +205,79 @@ def insert_chunks(
 
 
 def delete_chunks(conn: psycopg.Connection[Any], document_id: int, log: ChangeLog) -> None:
-    for chunk_id, pid, length in conn.execute(
-        "DELETE FROM chunks WHERE document_id = %s RETURNING id, pid, length", (document_id,)
-    ).fetchall():
+    removed(conn.execute(*delete_statement([document_id])), log)
+
+
+def delete_statement(document_ids: Sequence[int]) -> tuple[str, tuple[Any, ...]]:
+    """The statement that deletes these documents' chunks (their rows read by `removed`)."""
+    return (
+        "DELETE FROM chunks WHERE document_id = ANY(%s) RETURNING id, pid, length",
+        (list(document_ids),),
+    )
+
+
+def removed(deleted: psycopg.Cursor[Any], log: ChangeLog) -> None:
+    """Note the chunks that a `delete_statement` deleted (its cursor) as removed."""
+    for chunk_id, pid, length in deleted.fetchall():
         log.removed(chunk_id, pid, length)
 
 
-def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch) -> None:
+def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch, *, apart: bool = False) -> None:
     """Store new vectors as halfvec (what the dense index reads: it keeps float16 rows), once
     per (model, text hash): one already stored by a concurrent writer is left as it is. Once
-    the model has an HNSW index, each also gets its centred form (hnsw.py)."""
+    the model has an HNSW index, each also gets its centred form (hnsw.py). Three round
+    trips: the checks, the COPY, the insert.
+
+    With `apart`, in a transaction of its own, before the write's, whose COMMIT does not wait
+    for its WAL to reach the disk (`synchronous_commit` off). The write's own COMMIT, later on
+    the same connection, waits for the WAL up to it, which holds this one's: so vectors whose
+    write is acknowledged are as durable as it is, and a crash in between loses only vectors
+    that no committed chunk needs yet (they are embedded again when their write is retried)."""
     if not batch.vectors:
         return
+    try:
+        with conn.pipeline():
+            if apart:
+                conn.execute("BEGIN")
+                conn.execute("SET LOCAL synchronous_commit TO off")
+            conn.execute(_INCOMING)
+            checked = conn.execute(*centre_check(batch.model))
+        centre = writer_centre(conn, batch.model, checked)
+        with (
+            conn.cursor() as cursor,
+            cursor.copy("COPY incoming_vectors FROM STDIN (FORMAT BINARY)") as copy,
+        ):
+            copy.write(copy_stream([_vector_rows(batch, centre)]))
+        # in text hash order: writers storing the same vectors at once (one of them before its
+        # write lock, another under it) wait for each other's rows in one order, never in a cycle
+        columns = "model, text_hash, dim, embedding" + ("" if centre is None else ", centred")
+        with conn.pipeline():
+            conn.execute(
+                f"INSERT INTO vectors ({columns}) SELECT {columns} FROM incoming_vectors"
+                " ORDER BY text_hash ON CONFLICT DO NOTHING"
+            )
+            conn.execute("DELETE FROM incoming_vectors")
+            if apart:
+                conn.execute("COMMIT")
+    except BaseException:
+        if apart and conn.info.transaction_status is not TransactionStatus.IDLE:
+            with suppress(psycopg.Error):  # a lost connection rolled back by itself
+                conn.execute("ROLLBACK")
+        raise
+
+
+_INCOMING = (
+    "CREATE TEMP TABLE IF NOT EXISTS incoming_vectors (model text, text_hash text,"
+    " dim integer, embedding halfvec, centred halfvec) ON COMMIT DELETE ROWS"
+)
+
+
+def _vector_rows(batch: VectorBatch, centre: NDArray[np.float32] | None) -> bytes:
+    """The batch's rows of `incoming_vectors` in COPY's binary format (no header)."""
     model = batch.model.encode("utf-8")
     half = np.stack([np.frombuffer(b, np.float32) for b in batch.vectors.values()]).astype(
         np.float16
     )
-    centre = writer_centre(conn, batch.model)
     centred = None if centre is None else centred_rows(half.astype(np.float32), centre)
     width = 4 + 2 * batch.dim
     parts: list[bytes] = []
@@ -237,20 +299,4 @@ def put_vectors(conn: psycopg.Connection[Any], batch: VectorBatch) -> None:
                 struct.pack(">ihh", width, batch.dim, 0),
                 centred[row].astype(">f2").tobytes(),
             )
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS incoming_vectors (model text, text_hash text,"
-        " dim integer, embedding halfvec, centred halfvec) ON COMMIT DELETE ROWS"
-    )
-    with (
-        conn.cursor() as cursor,
-        cursor.copy("COPY incoming_vectors FROM STDIN (FORMAT BINARY)") as copy,
-    ):
-        copy.write(copy_stream([b"".join(parts)]))
-    # in text hash order: writers storing the same vectors at once (one of them before its
-    # write lock, another under it) wait for each other's rows in one order, never in a cycle
-    columns = "model, text_hash, dim, embedding" + ("" if centred is None else ", centred")
-    conn.execute(
-        f"INSERT INTO vectors ({columns}) SELECT {columns} FROM incoming_vectors"
-        " ORDER BY text_hash ON CONFLICT DO NOTHING"
-    )
-    conn.execute("DELETE FROM incoming_vectors")
+    return b"".join(parts)

@@ -41,6 +41,7 @@ from nexusbrain.storage.postgres.standby import CURRENT_LSN, Standbys
 from nexusbrain.storage.postgres.url import PostgresUrl
 
 log = logging.getLogger(__name__)
+Query = tuple[str, Sequence[Any]]  # a statement and its parameters
 
 CONNECT_TIMEOUT = 5  # seconds, unless the URL gives connect_timeout
 POOL_TIMEOUT = 5.0  # seconds to wait for a free connection, then Busy
@@ -281,6 +282,7 @@ class Database:
         with self.errors(what), self.connection() as conn:
             self._local.conn, self._local.writing = conn, True
             self._local.begun = self._local.locked = False
+            self._local.last = []
             try:
                 if not deferred:
                     self.begin(conn)
@@ -293,14 +295,21 @@ class Database:
             finally:
                 self._local.conn, self._local.writing = None, False
                 self._local.begun = self._local.locked = False
+                self._local.last = []
 
     def _commit(self, conn: psycopg.Connection[Any]) -> None:
-        if self.standbys is None:
+        last: list[Query] = getattr(self._local, "last", [])
+        self._local.last = []
+        if self.standbys is None and not last:
             conn.execute("COMMIT")
             return
         with conn.pipeline():
+            for query, params in last:
+                conn.execute(query, params)
             conn.execute("COMMIT")
-            found = conn.execute(CURRENT_LSN)
+            found = None if self.standbys is None else conn.execute(CURRENT_LSN)
+        if found is None or self.standbys is None:
+            return
         row = found.fetchone()
         assert row is not None
         self.standbys.reached(int(row[0]))
@@ -319,12 +328,15 @@ class Database:
                 yield conn
             self._reached(conn)
 
-    def begin(self, conn: psycopg.Connection[Any], *, lock: bool = True) -> None:
+    def begin(
+        self, conn: psycopg.Connection[Any], *, lock: bool = True, then: Query | None = None
+    ) -> psycopg.Cursor[Any] | None:
         """Begin this thread's write transaction unless it has begun, and take the brain's
-        write lock (with `lock`) unless it is held."""
+        write lock (with `lock`) unless it is held. `then`: a statement to send after, in
+        the same round trip; its cursor is returned."""
         begun = getattr(self._local, "begun", False)
         if begun and (not lock or getattr(self._local, "locked", False)):
-            return
+            return None if then is None else conn.execute(*then)
         timeout = f"{int(self.config.busy_timeout_ms)}ms"
         with conn.pipeline():
             if not begun:
@@ -334,8 +346,16 @@ class Database:
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self.write_key,)
                 )
+            cursor = None if then is None else conn.execute(*then)
         self._local.begun = True
         self._local.locked = lock
+        return cursor
+
+    def at_commit(self, statements: Sequence[Query]) -> None:
+        """Statements to send, in order, in the round trip of this thread's write
+        transaction's COMMIT (inside a write inside a write: the outer one's)."""
+        last: list[Query] = getattr(self._local, "last", [])
+        self._local.last = last + list(statements)
 
     @contextmanager
     def snapshot(self, what: str = "database read failed") -> Iterator[psycopg.Connection[Any]]:

@@ -73,19 +73,31 @@ def _lock_key(model: str) -> str:
     return f"nexusbrain:dense:{model}"
 
 
-def writer_centre(conn: Conn, model: str) -> NDArray[np.float32] | None:
+def writer_centre(
+    conn: Conn, model: str, checked: psycopg.Cursor[Any] | None = None
+) -> NDArray[np.float32] | None:
     """The frozen centre that a writer must centre `model`'s new vectors around, or None
     when the model has no HNSW index. Call inside the writer's transaction: the shared lock
     it takes is held to its commit, so a build cannot fill in rows before this writer's
-    are committed and then miss them."""
-    conn.execute(
-        "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))", (_lock_key(model),)
-    )
-    exists = conn.execute("SELECT to_regclass('dense_centres') IS NOT NULL").fetchone()
+    are committed and then miss them. `checked`: the cursor of `centre_check(model)`, if
+    the caller sent it (in a pipeline with other statements)."""
+    if checked is None:
+        checked = conn.execute(*centre_check(model))
+    exists = checked.fetchone()
     if not exists or not exists[0]:
         return None
     row = conn.execute("SELECT centre FROM dense_centres WHERE model = %s", (model,)).fetchone()
     return None if row is None else np.asarray(row[0], np.float32)
+
+
+def centre_check(model: str) -> tuple[str, tuple[str]]:
+    """The statement that takes the writer's shared lock (`writer_centre`) and says whether
+    any model has a frozen centre."""
+    return (
+        "SELECT to_regclass('dense_centres') IS NOT NULL"
+        " FROM pg_advisory_xact_lock_shared(hashtextextended(%s, 0))",
+        (_lock_key(model),),
+    )
 
 
 def centred_rows(vectors: NDArray[np.float32], centre: NDArray[np.float32]) -> NDArray[np.float16]:

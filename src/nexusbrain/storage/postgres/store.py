@@ -37,7 +37,7 @@ class PostgresStore(DocumentReads, WritesInOwnUnit):
         with self.db.write(deferred=True) as conn:
             work = PostgresWork(conn, self.db.begin)
             yield work
-            work.finish()
+            self.db.at_commit(work.finish())
 
     def load_vectors(
         self, model: str, dim: int, chunk_ids: Sequence[int] | None = None

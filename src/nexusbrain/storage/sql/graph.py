@@ -9,7 +9,7 @@ reads the state it decides on and writes what it decided with no other writer in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -66,15 +66,22 @@ def _relationship(d: Dialect, row: Sequence[Any]) -> Relationship:
     )
 
 
-def _entities(conn: Connection, d: Dialect, where: str, params: Sequence[Any]) -> list[Entity]:
+def _entities(
+    conn: Connection,
+    d: Dialect,
+    where: str,
+    params: Sequence[Any],
+    read: Callable[[str, Sequence[Any]], list[Any]] | None = None,
+) -> list[Entity]:
     """The entities `where` selects (over `entities e`), their aliases in the order they were
-    added: in the same statement where the engine has arrays, else by a second one."""
+    added: in the same statement where the engine has arrays, else by a second one. `read`
+    runs the first statement (in the engine's dialect), if not `conn`."""
     aliases = d.array_of(
         f"SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY a.{d.alias_order}"
     )
     column = "" if aliases is None else f", {aliases}"
     query = d.sql(f"{_ENTITY}{column} FROM entities e WHERE {where}")
-    rows = conn.execute(query, params).fetchall()
+    rows = conn.execute(query, params).fetchall() if read is None else read(query, params)
     if aliases is not None:
         return [_entity(d, row, tuple(row[6])) for row in rows]
     held: dict[int, list[str]] = {row[0]: [] for row in rows}
@@ -151,15 +158,27 @@ class GraphWrites:
         self._known: dict[str, Entity | None] = {}
 
     def _rows(self, query: str, params: Sequence[Any]) -> list[Any]:
-        return self.conn.execute(self.d.sql(query), params).fetchall()
+        return self._read(self.d.sql(query), params)
+
+    def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of a statement already in the engine's dialect."""
+        return self.conn.execute(query, params).fetchall()
 
     def _write(self, query: str, params: Sequence[Any]) -> None:
         self.conn.execute(self.d.sql(query), params)
 
     def find_entity(self, key: str) -> Entity | None:
         if key not in self._known:
-            self._known[key] = find_entity(self.conn, self.d, key)
+            found = _entities(self.conn, self.d, _BY_KEY, (key, key), self._read)
+            self._known[key] = found[0] if found else None
         return self._known[key]
+
+    def look_up(self, keys: Sequence[str]) -> None:
+        """Look these keys up together, for the `find_entity` calls that follow."""
+        todo = [key for key in dict.fromkeys(keys) if key not in self._known]
+        if todo:
+            found = entities_by_key(self.conn, self.d, todo, self._read)
+            self._known.update((key, found.get(key)) for key in todo)
 
     def insert_entity(self, key: str, name: str, type: str | None, now: datetime) -> Entity:
         stamp = self.d.time_param(now)
@@ -253,6 +272,15 @@ class GraphWrites:
         )
         return [_relationship(self.d, row) for row in rows]
 
+    def current_from_sources(self, sources: Sequence[str]) -> list[Relationship]:
+        """The current relationships of any of these sources (at most what the dialect's
+        `parts` gives), by id."""
+        clause, values = self.d.any_of("r.source", sources)
+        rows = self._rows(
+            f"{_RELATIONSHIP} WHERE {clause} AND r.superseded_at IS NULL ORDER BY r.id", values
+        )
+        return [_relationship(self.d, row) for row in rows]
+
     def insert_relationship(self, draft: RelationshipDraft, now: datetime) -> Relationship:
         d = self.d
         row = d.inserted(
@@ -313,22 +341,8 @@ class SQLGraphStore:
             return find_entity(conn, self.d, key)
 
     def entities_named(self, keys: Sequence[str]) -> dict[str, Entity]:
-        d = self.d
-        ids: dict[str, int] = {}
         with self._db.read() as conn:
-            for part in d.parts(list(dict.fromkeys(keys))):
-                clause, values = d.any_of("key", part)
-                rows = conn.execute(
-                    d.sql(
-                        f"SELECT key, id FROM entities WHERE {clause}"
-                        f" UNION ALL SELECT key, entity_id FROM entity_aliases WHERE {clause}"
-                    ),
-                    values * 2,
-                )
-                ids.update((row[0], int(row[1])) for row in rows)
-            found = list(set(ids.values()))
-            loaded = {e.id: e for part in d.parts(found) for e in _by_id(conn, d, part)}
-        return {key: loaded[entity_id] for key, entity_id in ids.items()}
+            return entities_by_key(conn, self.d, keys)
 
     def lineage(self, relationship_id: int) -> list[Relationship]:
         query = f"{_LINEAGE} {_RELATIONSHIP} WHERE r.id IN (SELECT id FROM chain) ORDER BY r.id"
@@ -352,6 +366,26 @@ class SQLGraphStore:
         return [_relationship(self.d, row) for row in rows]
 
 
-def _by_id(conn: Connection, d: Dialect, ids: Sequence[int]) -> list[Entity]:
-    clause, values = d.any_of("e.id", ids)
-    return _entities(conn, d, clause, values)
+def entities_by_key(
+    conn: Connection,
+    d: Dialect,
+    keys: Sequence[str],
+    read: Callable[[str, Sequence[Any]], list[Any]] | None = None,
+) -> dict[str, Entity]:
+    """The entities that these keys name (as their key or an alias's), by key; `read` runs
+    each statement (in the engine's dialect), if not `conn`."""
+    run = read or (lambda query, params: conn.execute(query, params).fetchall())
+    ids: dict[str, int] = {}
+    for part in d.parts(list(dict.fromkeys(keys))):
+        clause, values = d.any_of("key", part)
+        query = (
+            f"SELECT key, id FROM entities WHERE {clause}"
+            f" UNION ALL SELECT key, entity_id FROM entity_aliases WHERE {clause}"
+        )
+        ids.update((row[0], int(row[1])) for row in run(d.sql(query), values * 2))
+    found = list(set(ids.values()))
+    loaded: dict[int, Entity] = {}
+    for some in d.parts(found):
+        clause, values = d.any_of("e.id", some)
+        loaded.update((e.id, e) for e in _entities(conn, d, clause, values, run))
+    return {key: loaded[entity_id] for key, entity_id in ids.items()}
