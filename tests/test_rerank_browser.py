@@ -5,13 +5,16 @@ in a real headless browser (skipped, with the reason, without Chromium or Playwr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
-from nexusbrain.brain import Brain
+from nexusbrain.brain import Brain, facade
 from nexusbrain.config import Profile, ServerSettings, Settings
 from nexusbrain.embeddings.hashing import HashingEmbedder
+from nexusbrain.retrieval.modes import PRESETS
 from nexusbrain.storage import open as open_backend
 
 from .conftest import free_port, start_server
@@ -35,7 +38,13 @@ class Shortest:
         return [-float(len(text)) for text in texts]
 
 
-def test_why_this_hit_names_the_reranker(tmp_path: Path, page: Page) -> None:
+def test_why_this_hit_names_the_reranker(
+    tmp_path: Path, page: Page, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reranker's order alone (weight 1), so that this search's hits move whatever weight
+    # the dev sets chose: the page's lines are the subject here, not the weight.
+    whole = {m: replace(c, rerank=replace(c.rerank, weight=1.0)) for m, c in PRESETS.items()}
+    monkeypatch.setattr(facade, "PRESETS", MappingProxyType(whole))
     settings = Settings(db=tmp_path / "brain.db", embedder=Profile.HASHING)
     reranker = Shortest()
     brain = Brain(

@@ -4,7 +4,7 @@ The fused top `depth` (a mode's setting, modes.RerankConfig) are scored by the r
 candidate's new score is (1 − weight) × its fused score's z plus weight × the reranker's
 score's z, both standardised over those candidates, so that the reranker's scale (a cosine,
 a logit) does not matter and `weight` 1 is the reranker's order alone. Ties keep the fused
-order. The weight (0.7) comes from a sweep on the dev sets (docs/tuning.md, "Rerankers and
+order. The weight (0.3) comes from a sweep on the dev sets (docs/tuning.md, "Rerankers and
 your own models"): the fused score still counts. What ranked below the top stays below it, in
 its fused order.
 
