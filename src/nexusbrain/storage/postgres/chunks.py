@@ -96,11 +96,6 @@ class ChangeLog:
         self.chunks = self.tokens = 0
         return _LOG_CHANGES, params
 
-    def flush(self, conn: psycopg.Connection[Any]) -> None:
-        found = self.statement()
-        if found is not None:
-            conn.execute(*found)
-
 
 @dataclass(slots=True)
 class Staged:

@@ -28,11 +28,11 @@ from typing import Any
 import psycopg
 
 from nexusbrain.records import Entity, Relationship, RelationshipDraft, RetireReason, Statement
+from nexusbrain.storage.postgres.database import Query
 from nexusbrain.storage.postgres.dialect import POSTGRES
 from nexusbrain.storage.sql.graph import GraphWrites
 
 Conn = psycopg.Connection[Any]
-Query = tuple[str, Sequence[Any]]
 
 
 class Pending:

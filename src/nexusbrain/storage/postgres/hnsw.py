@@ -74,15 +74,13 @@ def _lock_key(model: str) -> str:
 
 
 def writer_centre(
-    conn: Conn, model: str, checked: psycopg.Cursor[Any] | None = None
+    conn: Conn, model: str, checked: psycopg.Cursor[Any]
 ) -> NDArray[np.float32] | None:
     """The frozen centre that a writer must centre `model`'s new vectors around, or None
     when the model has no HNSW index. Call inside the writer's transaction: the shared lock
     it takes is held to its commit, so a build cannot fill in rows before this writer's
-    are committed and then miss them. `checked`: the cursor of `centre_check(model)`, if
-    the caller sent it (in a pipeline with other statements)."""
-    if checked is None:
-        checked = conn.execute(*centre_check(model))
+    are committed and then miss them. `checked`: the cursor of `centre_check(model)`, which
+    the caller sends (in a pipeline with its other statements)."""
     exists = checked.fetchone()
     if not exists or not exists[0]:
         return None

@@ -110,9 +110,14 @@ def _entity(d: Dialect, row: Sequence[Any], aliases: tuple[str, ...]) -> Entity:
     )
 
 
-def find_entity(conn: Connection, d: Dialect, key: str) -> Entity | None:
-    """The entity whose key, or one of whose aliases' keys, is `key`."""
-    found = _entities(conn, d, _BY_KEY, (key, key))
+def find_entity(
+    conn: Connection,
+    d: Dialect,
+    key: str,
+    read: Callable[[str, Sequence[Any]], list[Any]] | None = None,
+) -> Entity | None:
+    """The entity whose key, or one of whose aliases' keys, is `key` (`read` as `_entities`)."""
+    found = _entities(conn, d, _BY_KEY, (key, key), read)
     return found[0] if found else None
 
 
@@ -169,8 +174,7 @@ class GraphWrites:
 
     def find_entity(self, key: str) -> Entity | None:
         if key not in self._known:
-            found = _entities(self.conn, self.d, _BY_KEY, (key, key), self._read)
-            self._known[key] = found[0] if found else None
+            self._known[key] = find_entity(self.conn, self.d, key, self._read)
         return self._known[key]
 
     def look_up(self, keys: Sequence[str]) -> None:
