@@ -48,7 +48,13 @@ fi
 $PY make_corpus.py data
 # 2. the teacher's vectors of the first $TEXTS texts of a shuffled sample (cached in shards: a re-run
 #    goes on where it stopped; the shipped model used 131,072, see docs/design/embedding.md)
-$PY featurize.py data/texts.jsonl data/teacher --max-tokens 64 --threads 1 --limit ${TEXTS:-131072}
+#    one process a core, each on its own shards
+PARTS=${PARTS:-$(nproc)}
+for k in $(seq 0 $((PARTS - 1))); do
+  $PY featurize.py data/texts.jsonl data/teacher --max-tokens 64 --threads 1 --limit ${TEXTS:-0} --part "$k/$PARTS" &
+done
+wait
+$PY featurize.py data/texts.jsonl data/teacher --max-tokens 64 --threads 1 --limit ${TEXTS:-0}
 # 3. plain model2vec distillation, no PCA, float32: the table the fit starts from
 [ -f models/m2v_nopca_f32/model.safetensors ] || $PY distill_baseline.py models/m2v_nopca_f32 --pca none --dtype float32
 # 4. vocabulary (+3,000 words), regression (4 epochs), rows centred, principal axes (256), int8;

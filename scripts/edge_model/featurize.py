@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The teacher's sentence embeddings of a sample of the corpus, cached on disk.
 
-python featurize.py data/texts.jsonl data/teacher [--max-tokens 64] [--threads 1]
+python featurize.py data/texts.jsonl data/teacher [--max-tokens 64] [--threads 1] [--part K/N]
 
 Takes a deterministic sample of texts.jsonl (at most CAPS[source] texts of each source), embeds
 each with all-MiniLM-L6-v2 (torch, mean-pooled, unit length, cut at --max-tokens tokens with
 [CLS] and [SEP]), and writes OUT/texts.jsonl (the sample, in order) and OUT/vectors.npy (float16,
 one row per text). Work is saved in shards of SHARD texts under OUT/shards, so that an
-interrupted run goes on where it stopped and a finished one is never redone.
+interrupted run goes on where it stopped and a finished one is never redone. `--part K/N` takes
+only every Nth shard from the Kth, so that N processes (one a core) share the work; whichever
+finds every shard written joins them.
 """
 
 from __future__ import annotations
@@ -73,7 +75,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--limit", type=int, default=0, help="embed only the sample's first N texts")
+    ap.add_argument("--part", default="0/1", help="K/N: embed shards K, K+N, K+2N, ...")
     a = ap.parse_args()
+    part, parts = (int(x) for x in a.part.split("/"))
     torch.set_num_threads(a.threads)
     from transformers import AutoModel, AutoTokenizer
 
@@ -86,7 +90,7 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(str(TEACHER))
     model = AutoModel.from_pretrained(str(TEACHER)).eval()
     started = time.time()
-    for first in range(0, len(texts), SHARD):
+    for first in range(part * SHARD, len(texts), parts * SHARD):
         shard = shards / f"{first:08d}.npy"
         if shard.exists():
             continue
@@ -108,11 +112,15 @@ def main() -> None:
                 vecs[idx] = torch.nn.functional.normalize(
                     (h * mask).sum(1) / mask.sum(1), dim=1
                 ).numpy()
-        np.save(shard, vecs.astype(np.float16))
+        np.save(shard.with_suffix(".tmp.npy"), vecs.astype(np.float16))
+        shard.with_suffix(".tmp.npy").rename(shard)
         done = first + len(part)
         print(f"featurize {done}/{len(texts)} {time.time() - started:.0f}s", flush=True)
-    parts = [np.load(shards / f"{f:08d}.npy") for f in range(0, len(texts), SHARD)]
-    np.save(a.out / "vectors.npy", np.concatenate(parts))
+    names = [shards / f"{f:08d}.npy" for f in range(0, len(texts), SHARD)]
+    if not all(n.exists() for n in names):
+        print("other parts are still running; the last to finish writes vectors.npy")
+        return
+    np.save(a.out / "vectors.npy", np.concatenate([np.load(n) for n in names]))
     print("wrote", a.out / "vectors.npy")
 
 

@@ -11,12 +11,16 @@ python train_edge.py --init models/m2v_nopca_f32 --data data --out models/edge [
    matches the teacher's vector of that text (featurize.py; loss 1 - cosine). The teacher saw the
    first 64 tokens, the student sees the whole text (--student-window: the same 64). Adam,
    one-cycle schedule. Then the mean row is subtracted from every row.
-3. contrastive (off unless --con-epochs): InfoNCE with in-batch negatives on pairs mined without
-   labels (data/pairs.jsonl: a heading and its section, a man page's NAME line and its
-   DESCRIPTION, a term and its definition, a sentence and the rest of its passage, a turn and
-   its reply), both directions, with the regression loss kept as a pull towards the teacher
-   (--keep). It did not help (docs/design/embedding.md).
-4. projection on the --dim principal axes, int8, saved with the tokenizer and the arguments.
+3. projection on the --dim principal axes, then relational distillation (--rel-epochs, 6):
+   in each batch of texts, every text's softmax over its cosines to the others is fitted to the
+   teacher's (KL), so that the student learns which texts the teacher puts together. It runs on
+   the final axes, so that the projection does not undo it.
+4. contrastive (off unless --con-epochs, and only with --rel-epochs 0): InfoNCE with in-batch
+   negatives on pairs mined without labels (data/pairs.jsonl: a heading and its section, a man
+   page's NAME line and its DESCRIPTION, a term and its definition, a sentence and the rest of
+   its passage, a turn and its reply), both directions, with the regression loss kept as a pull
+   towards the teacher (--keep). It did not help (docs/design/embedding.md).
+5. int8, saved with the tokenizer and the arguments.
 
 The dev sets are only scored (devsets.py, a quick proxy), never trained on. The regressed table
 is cached under data/ (keyed by the arguments that make it), so that a change to a later stage
@@ -203,14 +207,53 @@ def contrast(
                     )
 
 
-def pca_int8(W: np.ndarray, dim: int, unk: int) -> np.ndarray:
+def relate(E: torch.nn.Parameter, ids: list[list[int]], Y: torch.Tensor, a, devs) -> None:
+    """Relational distillation: in each batch, every text's softmax over its cosines to the
+    others, the student's against the teacher's (KL), so that the student learns which texts the
+    teacher puts near each other rather than where it puts each one."""
+    keep = np.array([i for i, x in enumerate(ids) if x])
+    rng = np.random.default_rng(a.seed + 2)
+    opt = torch.optim.Adam([E], lr=a.rel_lr)
+    steps = a.rel_epochs * (len(keep) // a.rel_bs)
+    sched = torch.optim.lr_scheduler.OneCycleLR(
+        opt, max_lr=a.rel_lr, total_steps=steps, pct_start=0.05
+    )
+    Yc = torch.nn.functional.normalize(Y - Y.mean(0, keepdim=True), dim=1)
+    eye = torch.eye(a.rel_bs, dtype=torch.bool)
+    for ep in range(a.rel_epochs):
+        order = rng.permutation(keep)
+        for s in range(0, len(order) - a.rel_bs + 1, a.rel_bs):
+            ix = order[s : s + a.rel_bs]
+            x = torch.nn.functional.normalize(pool(E, [ids[i] for i in ix]), dim=1)
+            x = torch.nn.functional.normalize(x - x.mean(0, keepdim=True), dim=1)
+            t = Yc[ix]
+            teacher = (t @ t.T / a.rel_tau).masked_fill(eye, -1e4).softmax(1)
+            student = (x @ x.T / a.rel_tau).masked_fill(eye, -1e4).log_softmax(1)
+            loss = torch.nn.functional.kl_div(student, teacher, reduction="batchmean")
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+        with torch.no_grad():
+            log(
+                f"relational epoch {ep}: loss {float(loss):.4f}",
+                devsets.score_all(E.detach().numpy(), devs),
+            )
+
+
+def project(W: np.ndarray, dim: int) -> np.ndarray:
+    """The rows on their `dim` principal axes (float32)."""
     from sklearn.decomposition import PCA
 
-    if dim < W.shape[1]:
-        # the principal axes, but no centring: subtracting the mean row from every row moves
-        # every text's mean by the same vector and cost 0.06 nDCG@10 on SciFact (0.42 -> 0.36)
-        axes = PCA(n_components=dim, svd_solver="full", random_state=0).fit(W).components_
-        W = (W @ axes.T).astype(np.float32)
+    if dim >= W.shape[1]:
+        return W
+    # the principal axes, but no centring: subtracting the mean row from every row moves
+    # every text's mean by the same vector and cost 0.06 nDCG@10 on SciFact (0.42 -> 0.36)
+    axes = PCA(n_components=dim, svd_solver="full", random_state=0).fit(W).components_
+    return (W @ axes.T).astype(np.float32)
+
+
+def to_int8(W: np.ndarray, unk: int) -> np.ndarray:
     W = W / np.abs(W).max() * 127
     Q = np.clip(np.round(W), -127, 127).astype(np.int8)
     Q[unk] = 0  # nexusbrain and model2vec agree on a text with [UNK] only if its row is zero
@@ -253,11 +296,27 @@ def main() -> None:
     ap.add_argument(
         "--kinds", default="", help="comma-separated pair kinds to contrast on (default: all)"
     )
+    ap.add_argument(
+        "--centre-teacher",
+        action="store_true",
+        help="regress onto the teacher's vectors less their mean (renormalised)",
+    )
+    ap.add_argument(
+        "--rel-epochs",
+        type=int,
+        default=6,
+        help="epochs of relational distillation after the regression (0: none; 6 ships)",
+    )
+    ap.add_argument("--rel-lr", type=float, default=1e-3)
+    ap.add_argument("--rel-bs", type=int, default=512)
+    ap.add_argument("--rel-tau", type=float, default=0.05, help="softmax temperature of both sides")
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval-every", type=int, default=200)
     a = ap.parse_args()
+    if a.rel_epochs and a.con_epochs:
+        raise SystemExit("--con-epochs runs in the teacher's space: use it with --rel-epochs 0")
     torch.manual_seed(a.seed)
     random.seed(a.seed)
     torch.set_num_threads(a.threads)
@@ -292,11 +351,13 @@ def main() -> None:
         chosen = [i for i, t in enumerate(texts) if source_of.get(t) in wanted]
         texts, Y = [texts[i] for i in chosen], Y[chosen]
         log(f"regression on {len(texts)} texts of {sorted(wanted)}")
+    if a.centre_teacher:
+        Y = torch.nn.functional.normalize(Y - Y.mean(0, keepdim=True), dim=1)
     seen = teacher_window(texts, old_tok) if a.student_window else texts
     reg_ids = [e.ids[:512] for e in tok.encode_batch_fast(seen, add_special_tokens=False)]
     E = torch.nn.Parameter(torch.from_numpy(table))
     key = hashlib.sha256(
-        f"{a.init}|{a.words}|{a.min_count}|{a.reg_epochs}|{a.lr}|{a.bs}|{a.seed}|{len(texts)}|{a.student_window}|{a.reg_sources}".encode()
+        f"{a.init}|{a.words}|{a.min_count}|{a.reg_epochs}|{a.lr}|{a.bs}|{a.seed}|{len(texts)}|{a.student_window}|{a.reg_sources}{'|centred' if a.centre_teacher else ''}".encode()
     ).hexdigest()[:10]
     cache = a.data / f"table_reg_{key}.npy"
     if cache.exists():
@@ -312,6 +373,11 @@ def main() -> None:
         E.data -= E.data.mean(0, keepdim=True)
         log("rows centred", devsets.score_all(E.detach().numpy(), devs))
     reg_seconds = time.time() - started
+    if a.rel_epochs:
+        # on the final axes, so that the projection does not undo what it learns
+        E = torch.nn.Parameter(torch.from_numpy(project(E.detach().numpy(), a.dim)))
+        log(f"pca {a.dim}", devsets.score_all(E.detach().numpy(), devs))
+        relate(E, reg_ids, Y, a, devs)
 
     if a.con_epochs:
         by_kind: dict[str, list[tuple[str, str]]] = {}
@@ -341,7 +407,7 @@ def main() -> None:
         contrast(E, pairs, reg_ids, Y, a, devs)
     W = E.detach().numpy()
     log("float32 table", devsets.score_all(W, devs))
-    Q = pca_int8(W, a.dim, spec["model"]["vocab"]["[UNK]"])
+    Q = to_int8(project(W, a.dim), spec["model"]["vocab"]["[UNK]"])
     final = devsets.score_all(Q.astype(np.float32), devs)
     log(f"pca {a.dim} int8", final)
 
