@@ -133,6 +133,18 @@ def teacher_vectors(folder: Path) -> tuple[list[str], torch.Tensor]:
 # ---------------------------------------------------------------- stages
 
 
+def step(opt: torch.optim.Optimizer, sched, loss: torch.Tensor) -> None:
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+
+
+def report(what: str, E: torch.Tensor, devs) -> None:
+    with torch.no_grad():
+        log(what, devsets.score_all(E.detach().numpy(), devs))
+
+
 def regress(E: torch.nn.Parameter, ids: list[list[int]], Y: torch.Tensor, a, devs) -> None:
     keep = [i for i, x in enumerate(ids) if x]
     rng = np.random.default_rng(a.seed)
@@ -148,16 +160,10 @@ def regress(E: torch.nn.Parameter, ids: list[list[int]], Y: torch.Tensor, a, dev
     for ep in range(a.reg_epochs):
         rng.shuffle(tr)
         for s in range(0, len(tr), a.bs):
-            loss = (1 - cos(tr[s : s + a.bs])).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
+            step(opt, sched, (1 - cos(tr[s : s + a.bs])).mean())
         with torch.no_grad():
-            log(
-                f"regression epoch {ep}: val cos {float(cos(val).mean()):.4f}",
-                devsets.score_all(E.detach().numpy(), devs),
-            )
+            val_cos = float(cos(val).mean())
+        report(f"regression epoch {ep}: val cos {val_cos:.4f}", E, devs)
 
 
 def contrast(
@@ -176,7 +182,7 @@ def contrast(
     )
     labels = torch.arange(a.con_bs)
     reg_pool = np.array([i for i, x in enumerate(reg_ids) if x])
-    step = 0
+    done = 0
     for _ep in range(a.con_epochs):
         order = rng.permutation(len(pairs))
         for s in range(0, len(order) - a.con_bs + 1, a.con_bs):
@@ -194,17 +200,10 @@ def contrast(
                     pool(E, [reg_ids[i] for i in ix]), Y[ix], dim=1
                 )
                 loss = loss + a.keep * (1 - cos).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            step += 1
-            if step % a.eval_every == 0:
-                with torch.no_grad():
-                    log(
-                        f"contrastive step {step}/{steps}: loss {float(loss):.3f}",
-                        devsets.score_all(E.detach().numpy(), devs),
-                    )
+            step(opt, sched, loss)
+            done += 1
+            if done % a.eval_every == 0:
+                report(f"contrastive step {done}/{steps}: loss {float(loss):.3f}", E, devs)
 
 
 def relate(E: torch.nn.Parameter, ids: list[list[int]], Y: torch.Tensor, a, devs) -> None:
@@ -230,15 +229,8 @@ def relate(E: torch.nn.Parameter, ids: list[list[int]], Y: torch.Tensor, a, devs
             teacher = (t @ t.T / a.rel_tau).masked_fill(eye, -1e4).softmax(1)
             student = (x @ x.T / a.rel_tau).masked_fill(eye, -1e4).log_softmax(1)
             loss = torch.nn.functional.kl_div(student, teacher, reduction="batchmean")
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-        with torch.no_grad():
-            log(
-                f"relational epoch {ep}: loss {float(loss):.4f}",
-                devsets.score_all(E.detach().numpy(), devs),
-            )
+            step(opt, sched, loss)
+        report(f"relational epoch {ep}: loss {float(loss):.4f}", E, devs)
 
 
 def project(W: np.ndarray, dim: int) -> np.ndarray:
