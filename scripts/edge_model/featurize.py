@@ -77,7 +77,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="embed only the sample's first N texts")
     ap.add_argument("--part", default="0/1", help="K/N: embed shards K, K+N, K+2N, ...")
     a = ap.parse_args()
-    part, parts = (int(x) for x in a.part.split("/"))
+    mine, of = (int(x) for x in a.part.split("/"))
     torch.set_num_threads(a.threads)
     from transformers import AutoModel, AutoTokenizer
 
@@ -90,7 +90,7 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(str(TEACHER))
     model = AutoModel.from_pretrained(str(TEACHER)).eval()
     started = time.time()
-    for first in range(part * SHARD, len(texts), parts * SHARD):
+    for first in range(mine * SHARD, len(texts), of * SHARD):
         shard = shards / f"{first:08d}.npy"
         if shard.exists():
             continue
