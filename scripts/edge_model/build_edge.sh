@@ -49,7 +49,8 @@ fi
 $PY make_corpus.py data
 # 2. the teacher's vectors of a shuffled sample (all of it, 247,908 texts, unless $TEXTS says how
 #    many of its first; cached in shards: a re-run goes on where it stopped)
-#    one process a core, each on its own shards
+#    one process a core, each on its own shards; then one run embeds any shard a part left
+#    (a part that failed) and joins them
 PARTS=${PARTS:-$(nproc)}
 for k in $(seq 0 $((PARTS - 1))); do
   $PY featurize.py data/texts.jsonl data/teacher --max-tokens 64 --threads 1 --limit ${TEXTS:-0} --part "$k/$PARTS" &

@@ -8,8 +8,8 @@ each with all-MiniLM-L6-v2 (torch, mean-pooled, unit length, cut at --max-tokens
 [CLS] and [SEP]), and writes OUT/texts.jsonl (the sample, in order) and OUT/vectors.npy (float16,
 one row per text). Work is saved in shards of SHARD texts under OUT/shards, so that an
 interrupted run goes on where it stopped and a finished one is never redone. `--part K/N` takes
-only every Nth shard from the Kth, so that N processes (one a core) share the work; whichever
-finds every shard written joins them.
+only every Nth shard from the Kth, so that N processes (one a core) share the work, and writes
+nothing else: a run without it then embeds any shard still missing and joins them.
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ def main() -> None:
     texts = sample(a.texts)
     if a.limit:
         texts = texts[: a.limit]
-    (a.out / "texts.jsonl").write_text("".join(json.dumps(t) + "\n" for t in texts))
+    if of == 1:  # the parts leave the sample's text and the join to the whole run
+        (a.out / "texts.jsonl").write_text("".join(json.dumps(t) + "\n" for t in texts))
     tok = AutoTokenizer.from_pretrained(str(TEACHER))
     model = AutoModel.from_pretrained(str(TEACHER)).eval()
     started = time.time()
@@ -116,10 +117,9 @@ def main() -> None:
         shard.with_suffix(".tmp.npy").rename(shard)
         done = first + len(part)
         print(f"featurize {done}/{len(texts)} {time.time() - started:.0f}s", flush=True)
-    names = [shards / f"{f:08d}.npy" for f in range(0, len(texts), SHARD)]
-    if not all(n.exists() for n in names):
-        print("other parts are still running; the last to finish writes vectors.npy")
+    if of > 1:
         return
+    names = [shards / f"{f:08d}.npy" for f in range(0, len(texts), SHARD)]
     np.save(a.out / "vectors.npy", np.concatenate([np.load(n) for n in names]))
     print("wrote", a.out / "vectors.npy")
 
